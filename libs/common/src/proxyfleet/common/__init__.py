@@ -1,0 +1,1 @@
+"""Shared building blocks of Proxyfleet: wire models, subjects, settings, stores, ports."""

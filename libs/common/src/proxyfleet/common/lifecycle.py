@@ -1,0 +1,75 @@
+"""The proxy lifecycle as data, and the health hysteresis as a pure function."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from proxyfleet.common.models import Phase
+
+ALLOWED: dict[Phase, frozenset[Phase]] = {
+    Phase.PENDING: frozenset({Phase.PROVISIONING, Phase.FAILED, Phase.DELETING}),
+    Phase.PROVISIONING: frozenset({Phase.BOOTING, Phase.FAILED, Phase.DELETING}),
+    Phase.BOOTING: frozenset({Phase.READY, Phase.FAILED, Phase.DELETING}),
+    Phase.READY: frozenset({Phase.UNHEALTHY, Phase.DELETING}),
+    Phase.UNHEALTHY: frozenset({Phase.READY, Phase.DELETING, Phase.FAILED}),
+    Phase.DELETING: frozenset({Phase.DELETED}),
+    Phase.FAILED: frozenset({Phase.DELETING}),
+    Phase.DELETED: frozenset(),
+}
+
+# Phases in which a proxy has (or may have) a running resource that health should watch.
+PROBED: frozenset[Phase] = frozenset({Phase.BOOTING, Phase.READY, Phase.UNHEALTHY})
+# Phases from which an admin delete makes sense.
+DELETABLE: frozenset[Phase] = frozenset(set(Phase) - {Phase.DELETING, Phase.DELETED})
+TERMINAL: frozenset[Phase] = frozenset({Phase.DELETED})
+
+
+def can_transition(src: Phase, dst: Phase) -> bool:
+    return dst in ALLOWED[src]
+
+
+@dataclass(frozen=True, slots=True)
+class Hysteresis:
+    """How many consecutive probes flip a proxy's health."""
+
+    unhealthy_after: int = 3
+    ready_after: int = 2
+
+
+@dataclass(frozen=True, slots=True)
+class ProbeDecision:
+    """Streaks after a probe, and the phase to move to (None: stay)."""
+
+    ok_streak: int
+    fail_streak: int
+    next_phase: Phase | None
+    reason: str = ""
+
+
+def decide_after_probe(
+    phase: Phase,
+    ok: bool,
+    ok_streak: int,
+    fail_streak: int,
+    *,
+    now: float,
+    boot_deadline: float,
+    error: str = "",
+    rules: Hysteresis = Hysteresis(),
+) -> ProbeDecision:
+    """Ready after the first good probe while booting; unhealthy after N failures; ready
+    again after M successes; a booting proxy past its deadline fails."""
+    oks = ok_streak + 1 if ok else 0
+    fails = 0 if ok else fail_streak + 1
+    if phase is Phase.BOOTING:
+        if ok:
+            return ProbeDecision(oks, fails, Phase.READY)
+        if boot_deadline and now >= boot_deadline:
+            reason = f"not healthy within boot timeout: {error or 'no successful probe'}"
+            return ProbeDecision(oks, fails, Phase.FAILED, reason)
+        return ProbeDecision(oks, fails, None)
+    if phase is Phase.READY and fails >= rules.unhealthy_after:
+        return ProbeDecision(oks, fails, Phase.UNHEALTHY, error)
+    if phase is Phase.UNHEALTHY and oks >= rules.ready_after:
+        return ProbeDecision(oks, fails, Phase.READY)
+    return ProbeDecision(oks, fails, None)

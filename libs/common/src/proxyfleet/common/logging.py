@@ -1,0 +1,71 @@
+"""Structured logging (structlog). Secrets never reach the output: known secret keys are
+masked and credentials inside URLs are cut out, whatever the caller passes."""
+
+from __future__ import annotations
+
+import logging
+import re
+import sys
+from collections.abc import MutableMapping
+from typing import Any
+
+import structlog
+
+SECRET_KEYS = frozenset(
+    {
+        "password",
+        "token",
+        "secret",
+        "authorization",
+        "user_data",
+        "cloud_init",
+        "ssh_key",
+        "private_key",
+        "htpasswd",
+        "credentials",
+        "proxy_url",
+    }
+)
+_URL_CREDS = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)[^/@\s:]+:[^/@\s]+@", re.IGNORECASE)
+_BEARER = re.compile(r"(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+", re.IGNORECASE)
+
+
+def redact_value(value: str) -> str:
+    return _BEARER.sub(r"\1 ***", _URL_CREDS.sub(r"\g<scheme>***:***@", value))
+
+
+def redact(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+    for key, value in list(event_dict.items()):
+        if key.lower() in SECRET_KEYS:
+            event_dict[key] = "***"
+        elif isinstance(value, str):
+            event_dict[key] = redact_value(value)
+    return event_dict
+
+
+def configure_logging(service: str, level: str = "info", fmt: str = "json") -> None:
+    lvl = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
+    renderer: Any = (
+        structlog.dev.ConsoleRenderer(colors=False)
+        if fmt == "console"
+        else structlog.processors.JSONRenderer()
+    )
+    structlog.configure(
+        processors=[
+            structlog.contextvars.merge_contextvars,
+            structlog.processors.add_log_level,
+            structlog.processors.TimeStamper(fmt="iso", utc=True),
+            structlog.processors.format_exc_info,
+            redact,
+            renderer,
+        ],
+        wrapper_class=structlog.make_filtering_bound_logger(lvl),
+        logger_factory=structlog.PrintLoggerFactory(file=sys.stdout),
+        cache_logger_on_first_use=True,
+    )
+    structlog.contextvars.bind_contextvars(service=service)
+    logging.basicConfig(level=max(lvl, logging.WARNING), stream=sys.stdout)
+
+
+def get_logger(name: str) -> Any:
+    return structlog.get_logger(name)

@@ -1,0 +1,109 @@
+"""NATS at the edge: connecting, declaring the streams, publishing intents and events."""
+
+from __future__ import annotations
+
+import msgspec
+import nats
+from nats.aio.client import Client as NatsClient
+from nats.js import JetStreamContext
+from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig
+from nats.js.errors import BadRequestError
+
+from proxyfleet.common import subjects
+from proxyfleet.common.clock import Clock
+from proxyfleet.common.ids import new_event_id
+from proxyfleet.common.models import CreateIntent, DeleteIntent, Event, Intent
+
+_encoder = msgspec.json.Encoder()
+intent_decoder: msgspec.json.Decoder[Intent] = msgspec.json.Decoder(Intent)
+event_decoder = msgspec.json.Decoder(Event)
+
+EVENT_RETENTION_SECONDS = 7 * 86_400
+
+
+async def connect_nats(url: str, name: str) -> NatsClient:
+    """Connect with endless reconnects: NATS going away delays work, never ends a service."""
+    return await nats.connect(
+        url, name=name, max_reconnect_attempts=-1, reconnect_time_wait=0.5, connect_timeout=5
+    )
+
+
+async def ensure_streams(js: JetStreamContext) -> None:
+    """Declare both streams (idempotent; every service may call it at start)."""
+    configs = [
+        StreamConfig(
+            name=subjects.INTENT_STREAM,
+            subjects=[f"{subjects.INTENT_PREFIX}.>"],
+            retention=RetentionPolicy.WORK_QUEUE,
+            storage=StorageType.FILE,
+            duplicate_window=120,
+        ),
+        StreamConfig(
+            name=subjects.EVENT_STREAM,
+            subjects=[f"{subjects.EVENT_PREFIX}.>"],
+            retention=RetentionPolicy.LIMITS,
+            storage=StorageType.FILE,
+            max_age=EVENT_RETENTION_SECONDS,
+            discard=DiscardPolicy.OLD,
+        ),
+    ]
+    for cfg in configs:
+        try:
+            await js.add_stream(cfg)
+        except BadRequestError:
+            await js.update_stream(cfg)
+
+
+class Publisher:
+    """Publishes intents (deduplicated by message id) and events (one id each)."""
+
+    def __init__(self, js: JetStreamContext, clock: Clock) -> None:
+        self._js = js
+        self._clock = clock
+
+    async def intent(self, provider: str, intent: Intent, dedupe_key: str = "") -> None:
+        if isinstance(intent, CreateIntent):
+            subject = subjects.intent_create(provider)
+        else:
+            subject = subjects.intent_delete(provider)
+        headers = {"Nats-Msg-Id": dedupe_key} if dedupe_key else None
+        await self._js.publish(subject, _encoder.encode(intent), headers=headers)
+
+    async def delete(
+        self,
+        provider: str,
+        proxy_id: str,
+        resource_id: str = "",
+        reason: str = "",
+        dedupe_key: str = "",
+    ) -> None:
+        await self.intent(
+            provider,
+            DeleteIntent(proxy_id=proxy_id, resource_id=resource_id, reason=reason),
+            dedupe_key,
+        )
+
+    async def event(
+        self,
+        event_type: str,
+        proxy_id: str,
+        *,
+        lease_id: str = "",
+        provider: str = "",
+        **data: str | int | float | bool,
+    ) -> Event:
+        event = Event(
+            type=event_type,
+            id=new_event_id(),
+            time=self._clock.now(),
+            proxy_id=proxy_id,
+            lease_id=lease_id,
+            provider=provider,
+            data=data,
+        )
+        await self._js.publish(
+            subjects.event_subject(event_type),
+            _encoder.encode(event),
+            headers={"Nats-Msg-Id": event.id},
+        )
+        return event

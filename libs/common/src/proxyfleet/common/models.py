@@ -1,0 +1,148 @@
+"""Wire and state models (msgspec Structs). Shared by every service; no I/O here."""
+
+from __future__ import annotations
+
+import enum
+
+import msgspec
+
+SCHEMA_VERSION = 1
+
+
+class Phase(enum.StrEnum):
+    PENDING = "pending"
+    PROVISIONING = "provisioning"
+    BOOTING = "booting"
+    READY = "ready"
+    UNHEALTHY = "unhealthy"
+    DELETING = "deleting"
+    DELETED = "deleted"
+    FAILED = "failed"
+
+
+class LeaseOutcome(enum.StrEnum):
+    OK = "ok"
+    BLOCKED = "blocked"
+    FAILED = "failed"
+
+
+class Proxy(msgspec.Struct, kw_only=True):
+    """A proxy as the registry stores it. `gen` increases on every transition."""
+
+    id: str
+    provider: str
+    zone: str
+    phase: Phase
+    gen: int
+    username: str
+    password: str
+    created_at: float
+    updated_at: float
+    labels: dict[str, str] = {}
+    host: str = ""
+    port: int = 0
+    resource_id: str = ""
+    reason: str = ""
+    boot_deadline: float = 0.0
+    lease_id: str = ""
+    epoch: int = 0
+    ok_streak: int = 0
+    fail_streak: int = 0
+    last_probe_at: float = 0.0
+    last_probe_error: str = ""
+    latency_ms: float = 0.0
+    egress_ip: str = ""
+
+    def url(self, with_credentials: bool = True) -> str:
+        if with_credentials:
+            return f"http://{self.username}:{self.password}@{self.host}:{self.port}"
+        return f"http://{self.host}:{self.port}"
+
+
+class Lease(msgspec.Struct, kw_only=True):
+    id: str
+    proxy_id: str
+    epoch: int
+    holder: str
+    target: str
+    granted_at: float
+    expires_at: float
+
+
+# ---- intents (api/health/gc -> provisioner) -------------------------------------------
+
+
+class CreateIntent(msgspec.Struct, kw_only=True, tag="create"):
+    proxy_id: str
+
+
+class DeleteIntent(msgspec.Struct, kw_only=True, tag="delete"):
+    """Delete a proxy's resources. `resource_id` alone (no registry entry) comes from GC."""
+
+    proxy_id: str
+    resource_id: str = ""
+    reason: str = ""
+
+
+Intent = CreateIntent | DeleteIntent
+
+
+# ---- events (anyone may subscribe) ----------------------------------------------------
+
+
+class Event(msgspec.Struct, kw_only=True):
+    """Envelope of every lifecycle and lease event."""
+
+    type: str
+    id: str
+    time: float
+    proxy_id: str
+    schema_version: int = SCHEMA_VERSION
+    lease_id: str = ""
+    provider: str = ""
+    data: dict[str, str | int | float | bool] = {}
+
+
+class ProbeResult(msgspec.Struct, kw_only=True):
+    proxy_id: str
+    time: float
+    ok: bool
+    latency_ms: float
+    error: str = ""
+    egress_ip: str = ""
+
+
+# ---- provider port payloads -----------------------------------------------------------
+
+
+class ProxySpec(msgspec.Struct, kw_only=True):
+    """What a provider needs to create one proxy."""
+
+    proxy_id: str
+    installation_id: str
+    zone: str
+    username: str
+    password: str
+    labels: dict[str, str] = {}
+
+
+class Provisioned(msgspec.Struct, kw_only=True):
+    resource_id: str
+    host: str
+    port: int
+
+
+class ManagedResource(msgspec.Struct, kw_only=True):
+    """A resource a provider manages, identified by the labels/metadata it carries."""
+
+    resource_id: str
+    proxy_id: str
+    installation_id: str
+    created_at: float
+    zone: str = ""
+
+
+class ResourceList(msgspec.Struct, kw_only=True):
+    provider: str
+    resources: list[ManagedResource]
+    error: str = ""

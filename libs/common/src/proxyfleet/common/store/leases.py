@@ -1,0 +1,149 @@
+"""The lease store: grant, renew, report, release, expire. Each call is one Lua script,
+so two holders never hold one proxy, whatever the number of API replicas."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import cast
+
+import msgspec
+import redis.asyncio as aioredis
+
+from proxyfleet.common.clock import Clock
+from proxyfleet.common.errors import Conflict, NotFound, Unavailable
+from proxyfleet.common.ids import new_lease_id
+from proxyfleet.common.models import Lease, LeaseOutcome
+from proxyfleet.common.store.codec import lease_from_hash
+from proxyfleet.common.store.scripts import Scripts
+
+_json = msgspec.json.Encoder()
+
+
+@dataclass(frozen=True, slots=True)
+class GrantRequest:
+    ttl: float
+    holder: str = ""
+    target: str = ""
+    proxy_id: str = ""
+    provider: str = ""
+    zone: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class LeasePolicy:
+    cooldown: float = 30.0
+    """Seconds a released proxy rests before it can be granted again."""
+    max_ttl: float = 3600.0
+    """Longest TTL a grant or renew may ask for; longer requests are capped."""
+    ban_seconds: float = 3600.0
+    """How long a `blocked` report bans the proxy for that target."""
+    retry_after: float = 1.0
+    """Retry-After when nothing is available and no cooldown ends sooner."""
+    scan_limit: int = 256
+    """Most candidates a grant examines for selectors and bans (bounds its cost)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Released:
+    lease_id: str
+    proxy_id: str
+
+
+class LeaseStore:
+    def __init__(
+        self, client: aioredis.Redis, clock: Clock, policy: LeasePolicy, *, namespace: str = "pf"
+    ) -> None:
+        self._redis = client
+        self._clock = clock
+        self.policy = policy
+        self._ns = namespace
+        self._scripts = Scripts(client, namespace)
+
+    async def grant(self, req: GrantRequest, lease_id: str | None = None) -> Lease:
+        """Raises Unavailable (503), Conflict (409) or NotFound (404 for a named proxy)."""
+        lease_id = lease_id or new_lease_id()
+        now = self._clock.now()
+        ttl = min(req.ttl, self.policy.max_ttl)
+        res = await self._scripts.call(
+            "grant",
+            repr(now),
+            lease_id,
+            req.holder,
+            req.target,
+            repr(ttl),
+            req.proxy_id,
+            req.provider,
+            req.zone,
+            _json.encode(req.labels).decode() if req.labels else "",
+            self.policy.scan_limit,
+            repr(self.policy.retry_after),
+        )
+        code = int(res[0])
+        if code == 1:
+            return Lease(
+                id=lease_id,
+                proxy_id=res[1],
+                epoch=int(res[2]),
+                holder=req.holder,
+                target=req.target,
+                granted_at=now,
+                expires_at=float(res[3]),
+            )
+        if code == 0:
+            raise Unavailable("no proxy available for this selector", float(res[1]))
+        if code == -1:
+            raise NotFound(f"proxy {req.proxy_id} not found")
+        raise Conflict(str(res[1]), retry_after=float(res[2]))
+
+    async def get(self, lease_id: str) -> tuple[Lease, str] | None:
+        """The lease and its state (active, released, expired, revoked)."""
+        data = cast(dict[str, str], await self._redis.hgetall(f"{self._ns}:lease:{lease_id}"))
+        if not data:
+            return None
+        return lease_from_hash(data), data.get("state", "active")
+
+    async def renew(self, lease_id: str, epoch: int, ttl: float) -> float:
+        ttl = min(ttl, self.policy.max_ttl)
+        res = await self._scripts.call("renew", lease_id, epoch, repr(self._clock.now()), repr(ttl))
+        self._check(res, lease_id)
+        return float(res[1])
+
+    async def release(self, lease_id: str, epoch: int) -> Released:
+        now = repr(self._clock.now())
+        res = await self._scripts.call("release", lease_id, epoch, now, repr(self.policy.cooldown))
+        self._check(res, lease_id)
+        return Released(lease_id, str(res[1]))
+
+    async def report(
+        self, lease_id: str, epoch: int, outcome: LeaseOutcome, target: str = ""
+    ) -> tuple[str, str]:
+        """Record an outcome; returns (proxy id, target it applied to)."""
+        res = await self._scripts.call(
+            "report",
+            lease_id,
+            epoch,
+            repr(self._clock.now()),
+            outcome.value,
+            target,
+            repr(self.policy.ban_seconds),
+        )
+        self._check(res, lease_id)
+        return str(res[1]), str(res[2])
+
+    async def expire_due(self, limit: int = 500) -> list[Released]:
+        """Release every lease past its expiry (the sweeper); returns what it released."""
+        now = repr(self._clock.now())
+        flat = await self._scripts.call("expire", now, repr(self.policy.cooldown), limit)
+        return [Released(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)]
+
+    async def active_count(self) -> int:
+        return int(await self._redis.zcard(f"{self._ns}:leases"))
+
+    @staticmethod
+    def _check(res: list[object], lease_id: str) -> None:
+        code = int(str(res[0]))
+        if code == -1:
+            raise NotFound(f"lease {lease_id} not found")
+        if code == -2:
+            raise Conflict(f"lease {lease_id}: {res[1]}")

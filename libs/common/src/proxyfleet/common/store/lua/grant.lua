@@ -1,0 +1,83 @@
+-- Grant a lease on one ready, unleased, cooled-down, not-banned proxy; LRU first.
+-- ARGV: ns, now, lease_id, holder, target, ttl, proxy_id ('' = any), provider, zone,
+--       labels_json ('' = none), scan_limit, unavailable_retry
+-- -> {1, proxy_id, epoch, expires_at}
+--  | {0, retry_after} nothing available
+--  | {-1} no such proxy | {-3, reason, retry_after} specific proxy not grantable
+local now, lease_id, holder, target = tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
+local ttl, want, provider, zone = tonumber(ARGV[6]), ARGV[7], ARGV[8], ARGV[9]
+local labels_json, scan_limit, retry = ARGV[10], tonumber(ARGV[11]), tonumber(ARGV[12])
+local labels = nil
+if labels_json ~= '' then labels = cjson.decode(labels_json) end
+local ban_key = (target ~= '') and k('ban', target) or nil
+
+local function banned(id)
+  if not ban_key then return false end
+  local until_ = redis.call('ZSCORE', ban_key, id)
+  return until_ and tonumber(until_) > now
+end
+
+local function labels_match(id)
+  if not labels then return true end
+  local raw = redis.call('HGET', k('proxy', id), 'labels')
+  local have = (raw and raw ~= '') and cjson.decode(raw) or {}
+  for key, value in pairs(labels) do
+    if have[key] ~= value then return false end
+  end
+  return true
+end
+
+local function take(id)
+  local pkey = k('proxy', id)
+  local epoch = redis.call('HINCRBY', pkey, 'epoch', 1)
+  local expires = now + ttl
+  redis.call('HSET', pkey, 'lease_id', lease_id)
+  avail_rem(id)
+  redis.call('HSET', k('lease', lease_id), 'id', lease_id, 'proxy_id', id, 'epoch', epoch,
+    'holder', holder, 'target', target, 'granted_at', now, 'expires_at', expires,
+    'state', 'active')
+  redis.call('ZADD', k('leases'), expires, lease_id)
+  return {1, id, epoch, tostring(expires)}
+end
+
+if want ~= '' then
+  local p = redis.call('HMGET', k('proxy', want), 'phase', 'lease_id', 'avail_at')
+  if not p[1] then return {-1} end
+  if p[1] ~= 'ready' then return {-3, 'proxy is ' .. p[1] .. ', not ready', tostring(retry)} end
+  if p[2] and p[2] ~= '' then
+    local exp = tonumber(redis.call('HGET', k('lease', p[2]), 'expires_at')) or (now + retry)
+    return {-3, 'proxy is leased', tostring(math.max(exp - now, 0.001))}
+  end
+  local avail_at = tonumber(p[3]) or 0
+  if avail_at > now then
+    return {-3, 'proxy is cooling down', tostring(avail_at - now)}
+  end
+  if banned(want) then
+    local until_ = tonumber(redis.call('ZSCORE', ban_key, want))
+    return {-3, 'proxy is banned for ' .. target, tostring(until_ - now)}
+  end
+  if not labels_match(want) then return {-3, 'proxy does not match the selector', tostring(retry)} end
+  return take(want)
+end
+
+local key = k('avail')
+if provider ~= '' and zone ~= '' then key = k('avail', provider, zone)
+elseif provider ~= '' then key = k('avail', provider) end
+
+local batch, offset = 32, 0
+while offset < scan_limit do
+  local ids = redis.call('ZRANGE', key, '-inf', now, 'BYSCORE', 'LIMIT', offset, batch)
+  for _, id in ipairs(ids) do
+    if (zone == '' or provider ~= '' or redis.call('HGET', k('proxy', id), 'zone') == zone)
+        and not banned(id) and labels_match(id) then
+      return take(id)
+    end
+  end
+  if #ids < batch then break end
+  offset = offset + batch
+end
+
+-- Nothing now: suggest waiting for the next proxy that leaves its cooldown.
+local next_ = redis.call('ZRANGE', key, '(' .. now, '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
+if #next_ == 2 then retry = math.max(tonumber(next_[2]) - now, 0.001) end
+return {0, tostring(retry)}

@@ -1,0 +1,16 @@
+-- ARGV: ns, lease_id, epoch, now, outcome, target, ban_seconds
+-- -> {1, proxy_id} | {-1} | {-2, reason}
+local lkey = k('lease', ARGV[2])
+local l = redis.call('HMGET', lkey, 'epoch', 'state', 'proxy_id', 'target')
+if not l[1] then return {-1} end
+if l[2] ~= 'active' then return {-2, 'lease is ' .. l[2]} end
+if tonumber(ARGV[3]) ~= tonumber(l[1]) then return {-2, 'stale epoch'} end
+local now, outcome, target = tonumber(ARGV[4]), ARGV[5], ARGV[6]
+if target == '' then target = l[4] end
+if outcome == 'blocked' and target ~= '' then
+  redis.call('ZADD', k('ban', target), now + tonumber(ARGV[7]), l[3])
+elseif outcome == 'failed' then
+  redis.call('ZADD', k('probe'), 'XX', now, l[3])
+end
+redis.call('HINCRBY', lkey, 'reports_' .. outcome, 1)
+return {1, l[3], target}

@@ -1,0 +1,45 @@
+-- Atomic, generation-checked transition (or field update when to == '').
+-- ARGV: ns, id, expected_gen (-1: any), allowed_from (comma list, '' = any), to, now,
+--       deleted_ttl, field, value, ...
+-- -> {1, new_gen, old_phase, ended_lease_id} | {-1} missing | {-2, gen, phase} stale gen
+--    | {-3, gen, phase} not allowed from the current phase
+local id, expected, allowed, to, now = ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
+local deleted_ttl = tonumber(ARGV[7])
+local pkey = k('proxy', id)
+local cur = redis.call('HMGET', pkey, 'gen', 'phase', 'provider', 'lease_id', 'avail_at')
+if not cur[1] then return {-1} end
+local gen, phase = tonumber(cur[1]), cur[2]
+if expected >= 0 and gen ~= expected then return {-2, gen, phase} end
+if allowed ~= '' and not string.find(',' .. allowed .. ',', ',' .. phase .. ',', 1, true) then
+  return {-3, gen, phase}
+end
+for i = 8, #ARGV, 2 do redis.call('HSET', pkey, ARGV[i], ARGV[i + 1]) end
+if to == '' then return {1, gen, phase, ''} end
+
+local new_gen = gen + 1
+redis.call('HSET', pkey, 'phase', to, 'gen', new_gen, 'updated_at', now)
+redis.call('HINCRBY', k('counts', cur[3]), phase, -1)
+redis.call('HINCRBY', k('counts', cur[3]), to, 1)
+
+if to == 'booting' or to == 'ready' or to == 'unhealthy' then
+  if phase ~= 'booting' and phase ~= 'ready' and phase ~= 'unhealthy' then
+    redis.call('ZADD', k('probe'), now, id)
+  end
+else
+  redis.call('ZREM', k('probe'), id)
+end
+
+local ended = ''
+if to == 'ready' then
+  if cur[4] == '' or not cur[4] then avail_add(id, tonumber(cur[5]) or 0) end
+else
+  avail_rem(id)
+  if (to == 'deleting' or to == 'failed' or to == 'deleted') and cur[4] and cur[4] ~= '' then
+    end_lease(cur[4], 'revoked', tonumber(now), 0)
+    ended = cur[4]
+  end
+end
+if to == 'deleted' then
+  redis.call('EXPIRE', pkey, deleted_ttl)
+end
+return {1, new_gen, phase, ended}

@@ -1,0 +1,175 @@
+"""The proxy registry: every proxy transition is one atomic, generation-checked script."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, cast
+
+import redis.asyncio as aioredis
+
+from proxyfleet.common.clock import Clock
+from proxyfleet.common.errors import Conflict, NotFound
+from proxyfleet.common.lifecycle import ALLOWED
+from proxyfleet.common.models import Phase, Proxy
+from proxyfleet.common.store.codec import (
+    encode_value,
+    pairs_to_dict,
+    proxy_from_hash,
+    proxy_to_hash,
+)
+from proxyfleet.common.store.scripts import Scripts
+
+_SOURCES: dict[Phase, str] = {
+    dst: ",".join(sorted(src for src, dsts in ALLOWED.items() if dst in dsts)) for dst in Phase
+}
+
+
+@dataclass(frozen=True, slots=True)
+class TransitionResult:
+    gen: int
+    previous: Phase
+    ended_lease_id: str = ""
+
+
+class ProxyRegistry:
+    def __init__(
+        self,
+        client: aioredis.Redis,
+        clock: Clock,
+        *,
+        namespace: str = "pf",
+        deleted_ttl: int = 86_400,
+    ) -> None:
+        self._redis = client
+        self._clock = clock
+        self._ns = namespace
+        self._deleted_ttl = deleted_ttl
+        self._scripts = Scripts(client, namespace)
+
+    def _key(self, *parts: str) -> str:
+        return ":".join((self._ns, *parts))
+
+    async def create(self, proxy: Proxy) -> bool:
+        """Store a new proxy; False when the id exists already."""
+        flat: list[str] = []
+        for k, v in proxy_to_hash(proxy).items():
+            flat += [k, v]
+        return bool(await self._scripts.call("create", proxy.id, *flat))
+
+    async def get(self, proxy_id: str) -> Proxy | None:
+        data = cast(dict[str, str], await self._redis.hgetall(self._key("proxy", proxy_id)))
+        return proxy_from_hash(data) if data else None
+
+    async def get_many(self, proxy_ids: list[str]) -> list[Proxy | None]:
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for pid in proxy_ids:
+                pipe.hgetall(self._key("proxy", pid))
+            rows = await pipe.execute()
+        return [proxy_from_hash(r) if r else None for r in rows]
+
+    async def transition(
+        self, proxy_id: str, to: Phase, *, expected_gen: int | None = None, **fields: Any
+    ) -> TransitionResult:
+        """Move a proxy to `to`, if the lifecycle allows it from its current phase.
+
+        Raises NotFound, or Conflict when the generation is stale or the move not allowed.
+        """
+        return await self._run(proxy_id, to.value, _SOURCES[to], expected_gen, fields)
+
+    async def update(self, proxy_id: str, *, expected_gen: int | None = None, **fields: Any) -> int:
+        """Set fields without a transition (probe streaks, addresses); returns the generation."""
+        return (await self._run(proxy_id, "", "", expected_gen, fields)).gen
+
+    async def _run(
+        self, proxy_id: str, to: str, allowed: str, expected: int | None, fields: dict[str, Any]
+    ) -> TransitionResult:
+        flat: list[str] = []
+        for k, v in fields.items():
+            flat += [k, encode_value(v)]
+        res = await self._scripts.call(
+            "transition",
+            proxy_id,
+            -1 if expected is None else expected,
+            allowed,
+            to,
+            repr(self._clock.now()),
+            self._deleted_ttl,
+            *flat,
+        )
+        code = int(res[0])
+        if code == -1:
+            raise NotFound(f"proxy {proxy_id} not found")
+        if code == -2:
+            raise Conflict(f"proxy {proxy_id} changed (generation {res[1]}, phase {res[2]})")
+        if code == -3:
+            raise Conflict(f"proxy {proxy_id} is {res[2]}: cannot move to {to}")
+        return TransitionResult(gen=int(res[1]), previous=Phase(res[2]), ended_lease_id=res[3])
+
+    async def page(
+        self,
+        *,
+        provider: str | None = None,
+        zone: str | None = None,
+        phase: Phase | None = None,
+        labels: dict[str, str] | None = None,
+        cursor: str = "",
+        limit: int = 100,
+    ) -> tuple[list[Proxy], str]:
+        """One page of proxies in creation order; returns (page, next cursor or '')."""
+        out: list[Proxy] = []
+        start = f"({cursor}" if cursor else "-"
+        batch = max(limit, 100)
+        while len(out) < limit:
+            ids = cast(
+                list[str],
+                await self._redis.zrangebylex(self._key("proxies"), start, "+", 0, batch),
+            )
+            if not ids:
+                return out, ""
+            for pid, proxy in zip(ids, await self.get_many(ids), strict=True):
+                if proxy is None:
+                    await self._redis.zrem(self._key("proxies"), pid)  # expired deleted proxy
+                elif _matches(proxy, provider, zone, phase, labels):
+                    out.append(proxy)
+                    if len(out) == limit:
+                        more = pid != ids[-1] or len(ids) == batch
+                        return out, (pid if more else "")
+            start = f"({ids[-1]}"
+            if len(ids) < batch:
+                return out, ""
+        return out, ""
+
+    async def count_by_phase(self, provider: str) -> dict[Phase, int]:
+        raw = cast(dict[str, str], await self._redis.hgetall(self._key("counts", provider)))
+        counts = {phase: 0 for phase in Phase}
+        for k, v in raw.items():
+            counts[Phase(k)] = int(v)
+        return counts
+
+    async def claim_probes(self, interval: float, limit: int) -> list[Proxy]:
+        """Proxies whose probe is due, each pushed one interval ahead (shared by replicas)."""
+        rows = await self._scripts.call("claim_probes", repr(self._clock.now()), interval, limit)
+        return [proxy_from_hash(pairs_to_dict(r)) for r in rows]
+
+    async def probe_backlog(self) -> int:
+        """How many proxies are due for a probe right now."""
+        return int(await self._redis.zcount(self._key("probe"), "-inf", self._clock.now()))
+
+    async def size(self) -> int:
+        return int(await self._redis.zcard(self._key("proxies")))
+
+
+def _matches(
+    p: Proxy,
+    provider: str | None,
+    zone: str | None,
+    phase: Phase | None,
+    labels: dict[str, str] | None,
+) -> bool:
+    if provider and p.provider != provider:
+        return False
+    if zone and p.zone != zone:
+        return False
+    if phase and p.phase != phase:
+        return False
+    return not labels or all(p.labels.get(k) == v for k, v in labels.items())

