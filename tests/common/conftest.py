@@ -1,0 +1,23 @@
+from __future__ import annotations
+
+import pytest
+import redis.asyncio as aioredis
+
+from proxyfleet.common.clock import ManualClock
+from proxyfleet.common.store import LeaseStore, ProxyRegistry
+from proxyfleet.common.store.leases import LeasePolicy
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    return ManualClock()
+
+
+@pytest.fixture
+def registry(redis_client: aioredis.Redis, clock: ManualClock) -> ProxyRegistry:
+    return ProxyRegistry(redis_client, clock)
+
+
+@pytest.fixture
+def leases(redis_client: aioredis.Redis, clock: ManualClock) -> LeaseStore:
+    return LeaseStore(redis_client, clock, LeasePolicy(cooldown=30, max_ttl=600, ban_seconds=100))

@@ -1,0 +1,186 @@
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+import redis.asyncio as aioredis
+from tests.common.factories import make_proxy, make_ready
+
+from proxyfleet.common.clock import ManualClock, SystemClock
+from proxyfleet.common.errors import Conflict, NotFound, Unavailable
+from proxyfleet.common.models import LeaseOutcome, Phase
+from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry, connect_redis
+from proxyfleet.common.store.leases import LeasePolicy
+
+
+async def test_grant_picks_least_recently_used_and_fences(
+    registry: ProxyRegistry, leases: LeaseStore, clock: ManualClock
+) -> None:
+    for i in range(2):
+        await make_ready(registry, make_proxy(f"p{i}", clock))
+    a = await leases.grant(GrantRequest(ttl=60, holder="w1"))
+    b = await leases.grant(GrantRequest(ttl=60, holder="w2"))
+    assert {a.proxy_id, b.proxy_id} == {"p0", "p1"}
+    assert a.epoch == b.epoch == 1
+    with pytest.raises(Unavailable):
+        await leases.grant(GrantRequest(ttl=60))
+    await leases.release(a.id, a.epoch)
+    clock.advance(31)
+    again = await leases.grant(GrantRequest(ttl=60))
+    assert again.proxy_id == a.proxy_id
+    assert again.epoch == 2  # fencing token grows per proxy
+
+
+async def test_specific_proxy_conflicts_carry_retry_after(
+    registry: ProxyRegistry, leases: LeaseStore, clock: ManualClock
+) -> None:
+    await make_ready(registry, make_proxy("p1", clock))
+    lease = await leases.grant(GrantRequest(ttl=60, proxy_id="p1"))
+    with pytest.raises(Conflict) as leased:
+        await leases.grant(GrantRequest(ttl=60, proxy_id="p1"))
+    assert leased.value.retry_after == pytest.approx(60)
+    await leases.release(lease.id, lease.epoch)
+    clock.advance(10)
+    with pytest.raises(Conflict, match="cooling down") as cooling:
+        await leases.grant(GrantRequest(ttl=60, proxy_id="p1"))
+    assert cooling.value.retry_after == pytest.approx(20)
+    with pytest.raises(Unavailable) as none:
+        await leases.grant(GrantRequest(ttl=60))
+    assert none.value.retry_after == pytest.approx(20)  # when the cooldown ends
+    with pytest.raises(NotFound):
+        await leases.grant(GrantRequest(ttl=60, proxy_id="ghost"))
+
+
+async def test_stale_epoch_and_ended_leases_conflict(
+    registry: ProxyRegistry, leases: LeaseStore, clock: ManualClock
+) -> None:
+    await make_ready(registry, make_proxy("p1", clock))
+    lease = await leases.grant(GrantRequest(ttl=60))
+    with pytest.raises(Conflict, match="stale epoch"):
+        await leases.release(lease.id, lease.epoch + 1)
+    with pytest.raises(Conflict, match="stale epoch"):
+        await leases.report(lease.id, lease.epoch - 1, LeaseOutcome.OK)
+    await leases.release(lease.id, lease.epoch)
+    with pytest.raises(Conflict, match="released"):
+        await leases.release(lease.id, lease.epoch)
+    with pytest.raises(NotFound):
+        await leases.renew("l-ghost", 1, 60)
+    got = await leases.get(lease.id)
+    assert got is not None
+    assert got[1] == "released"
+
+
+async def test_renew_caps_at_max_ttl_and_expiry_releases(
+    registry: ProxyRegistry, leases: LeaseStore, clock: ManualClock
+) -> None:
+    await make_ready(registry, make_proxy("p1", clock))
+    lease = await leases.grant(GrantRequest(ttl=10_000))
+    assert lease.expires_at == clock.now() + 600
+    clock.advance(5)
+    assert await leases.renew(lease.id, lease.epoch, 20) == clock.now() + 20
+    clock.advance(21)
+    with pytest.raises(Conflict, match="expired"):
+        await leases.renew(lease.id, lease.epoch, 20)
+    released = await leases.expire_due()
+    assert [(r.lease_id, r.proxy_id) for r in released] == [(lease.id, "p1")]
+    got = await leases.get(lease.id)
+    assert got is not None
+    assert got[1] == "expired"
+    clock.advance(30)
+    assert (await leases.grant(GrantRequest(ttl=5))).proxy_id == "p1"
+
+
+async def test_blocked_report_bans_for_that_target_only(
+    registry: ProxyRegistry, leases: LeaseStore, clock: ManualClock
+) -> None:
+    await make_ready(registry, make_proxy("p1", clock))
+    lease = await leases.grant(GrantRequest(ttl=60, target="shop.example"))
+    assert await leases.report(lease.id, lease.epoch, LeaseOutcome.BLOCKED) == (
+        "p1",
+        "shop.example",
+    )
+    await leases.release(lease.id, lease.epoch)
+    clock.advance(31)
+    with pytest.raises(Unavailable):
+        await leases.grant(GrantRequest(ttl=60, target="shop.example"))
+    other = await leases.grant(GrantRequest(ttl=60, target="news.example"))
+    assert other.proxy_id == "p1"
+    await leases.release(other.id, other.epoch)
+    clock.advance(100)  # ban (100 s) over
+    assert (await leases.grant(GrantRequest(ttl=60, target="shop.example"))).proxy_id == "p1"
+
+
+async def test_selectors_by_provider_zone_and_labels(
+    registry: ProxyRegistry, leases: LeaseStore, clock: ManualClock
+) -> None:
+    await make_ready(registry, make_proxy("a", clock, zone="zone-a", labels={"tier": "gold"}))
+    await make_ready(registry, make_proxy("b", clock, zone="zone-b", labels={"tier": "free"}))
+    await make_ready(registry, make_proxy("c", clock, provider="gcp", zone="zone-b"))
+    assert (await leases.grant(GrantRequest(ttl=5, labels={"tier": "free"}))).proxy_id == "b"
+    assert (await leases.grant(GrantRequest(ttl=5, provider="gcp"))).proxy_id == "c"
+    with pytest.raises(Unavailable):
+        await leases.grant(GrantRequest(ttl=5, provider="local", zone="zone-b"))
+    assert (await leases.grant(GrantRequest(ttl=5, zone="zone-a"))).proxy_id == "a"
+
+
+async def test_unhealthy_proxy_is_not_granted_and_forced_delete_revokes(
+    registry: ProxyRegistry, leases: LeaseStore, clock: ManualClock
+) -> None:
+    await make_ready(registry, make_proxy("p1", clock))
+    await make_ready(registry, make_proxy("p2", clock))
+    await registry.transition("p2", Phase.UNHEALTHY)
+    lease = await leases.grant(GrantRequest(ttl=60))
+    assert lease.proxy_id == "p1"
+    res = await registry.transition("p1", Phase.DELETING)
+    assert res.ended_lease_id == lease.id
+    got = await leases.get(lease.id)
+    assert got is not None
+    assert got[1] == "revoked"
+    with pytest.raises(Unavailable):
+        await leases.grant(GrantRequest(ttl=60))
+
+
+async def test_failed_report_schedules_a_reprobe(
+    registry: ProxyRegistry, leases: LeaseStore, clock: ManualClock
+) -> None:
+    await make_ready(registry, make_proxy("p1", clock))
+    assert len(await registry.claim_probes(interval=100, limit=10)) == 1
+    lease = await leases.grant(GrantRequest(ttl=60))
+    await leases.report(lease.id, lease.epoch, LeaseOutcome.FAILED)
+    assert [p.id for p in await registry.claim_probes(interval=100, limit=10)] == ["p1"]
+
+
+async def test_concurrent_grants_from_many_clients_never_double_grant(redis_url: str) -> None:
+    """Eight independent connection pools race 400 grants/releases over 4 proxies."""
+    clock = SystemClock()
+    clients: list[aioredis.Redis] = [connect_redis(redis_url) for _ in range(8)]
+    await clients[0].flushdb()
+    registry = ProxyRegistry(clients[0], clock)
+    for i in range(4):
+        await make_ready(registry, make_proxy(f"p{i}", ManualClock(clock.now())))
+    stores = [LeaseStore(c, clock, LeasePolicy(cooldown=0, max_ttl=60)) for c in clients]
+    holding: dict[str, str] = {}
+    doubles: list[str] = []
+    granted = 0
+
+    async def worker(store: LeaseStore, n: int) -> None:
+        nonlocal granted
+        for _ in range(n):
+            try:
+                lease = await store.grant(GrantRequest(ttl=30))
+            except Unavailable:
+                await asyncio.sleep(0)
+                continue
+            granted += 1
+            if lease.proxy_id in holding:
+                doubles.append(lease.proxy_id)
+            holding[lease.proxy_id] = lease.id
+            await asyncio.sleep(0)
+            del holding[lease.proxy_id]
+            await store.release(lease.id, lease.epoch)
+
+    await asyncio.gather(*(worker(s, 50) for s in stores))
+    for c in clients:
+        await c.aclose()
+    assert doubles == []
+    assert granted >= 4

@@ -1,0 +1,108 @@
+from __future__ import annotations
+
+import pytest
+from tests.common.factories import make_proxy, make_ready
+
+from proxyfleet.common.clock import ManualClock
+from proxyfleet.common.errors import Conflict, NotFound
+from proxyfleet.common.models import Phase
+from proxyfleet.common.store import ProxyRegistry
+
+
+async def test_create_is_idempotent_and_get_roundtrips(
+    registry: ProxyRegistry, clock: ManualClock
+) -> None:
+    p = make_proxy("p1", clock, labels={"team": "qa"})
+    assert await registry.create(p)
+    assert not await registry.create(p)
+    got = await registry.get("p1")
+    assert got == p
+    assert await registry.get("nope") is None
+
+
+async def test_transitions_follow_lifecycle_and_bump_generation(
+    registry: ProxyRegistry, clock: ManualClock
+) -> None:
+    await registry.create(make_proxy("p1", clock))
+    res = await registry.transition("p1", Phase.PROVISIONING, expected_gen=0)
+    assert (res.gen, res.previous) == (1, Phase.PENDING)
+    with pytest.raises(Conflict, match="generation"):
+        await registry.transition("p1", Phase.BOOTING, expected_gen=0)
+    with pytest.raises(Conflict, match="cannot move to ready"):
+        await registry.transition("p1", Phase.READY)
+    clock.advance(5)
+    await registry.transition("p1", Phase.BOOTING, expected_gen=1, host="h", port=7)
+    p = await registry.get("p1")
+    assert p is not None
+    assert (p.phase, p.gen, p.host, p.port, p.updated_at) == (Phase.BOOTING, 2, "h", 7, clock.now())
+    with pytest.raises(NotFound):
+        await registry.transition("ghost", Phase.DELETING)
+
+
+async def test_update_without_transition_checks_generation(
+    registry: ProxyRegistry, clock: ManualClock
+) -> None:
+    await registry.create(make_proxy("p1", clock))
+    assert await registry.update("p1", expected_gen=0, fail_streak=2) == 0
+    with pytest.raises(Conflict):
+        await registry.update("p1", expected_gen=3, fail_streak=1)
+    p = await registry.get("p1")
+    assert p is not None
+    assert p.fail_streak == 2
+
+
+async def test_counts_by_phase_follow_transitions(
+    registry: ProxyRegistry, clock: ManualClock
+) -> None:
+    for i in range(3):
+        await make_ready(registry, make_proxy(f"p{i}", clock))
+    await registry.transition("p0", Phase.UNHEALTHY)
+    counts = await registry.count_by_phase("local")
+    assert counts[Phase.READY] == 2
+    assert counts[Phase.UNHEALTHY] == 1
+    assert counts[Phase.PENDING] == 0
+
+
+async def test_pagination_and_filters(registry: ProxyRegistry, clock: ManualClock) -> None:
+    for i in range(7):
+        zone = "zone-a" if i % 2 == 0 else "zone-b"
+        await registry.create(make_proxy(f"p{i}", clock, zone=zone, labels={"n": str(i)}))
+    seen: list[str] = []
+    cursor = ""
+    while True:
+        page, cursor = await registry.page(limit=3, cursor=cursor)
+        seen += [p.id for p in page]
+        if not cursor:
+            break
+    assert seen == [f"p{i}" for i in range(7)]
+    zone_b, _ = await registry.page(zone="zone-b", limit=10)
+    assert [p.id for p in zone_b] == ["p1", "p3", "p5"]
+    labelled, _ = await registry.page(labels={"n": "4"})
+    assert [p.id for p in labelled] == ["p4"]
+
+
+async def test_probe_claims_are_shared_once_per_interval(
+    registry: ProxyRegistry, clock: ManualClock
+) -> None:
+    for i in range(5):
+        await make_ready(registry, make_proxy(f"p{i}", clock))
+    first = await registry.claim_probes(interval=10, limit=3)
+    second = await registry.claim_probes(interval=10, limit=10)
+    assert len(first) == 3
+    assert len(second) == 2
+    assert not {p.id for p in first} & {p.id for p in second}
+    assert await registry.claim_probes(interval=10, limit=10) == []
+    clock.advance(10)
+    assert len(await registry.claim_probes(interval=10, limit=10)) == 5
+
+
+async def test_deleted_proxy_leaves_probe_and_lease_pools(
+    registry: ProxyRegistry, clock: ManualClock
+) -> None:
+    await make_ready(registry, make_proxy("p1", clock))
+    await registry.transition("p1", Phase.DELETING)
+    await registry.transition("p1", Phase.DELETED)
+    assert await registry.claim_probes(interval=1, limit=10) == []
+    p = await registry.get("p1")
+    assert p is not None
+    assert p.phase is Phase.DELETED

@@ -1,0 +1,281 @@
+"""The whole system as local processes: NATS, Redis, the HTTPS target and every service.
+
+Used by `make run` (proxyfleet-dev run) and by the end-to-end tests, so both start the
+system the same way.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import httpx
+
+from proxyfleet.devstack.servers import Server, free_port, start_nats, start_redis, wait_tcp
+
+Printer = Callable[[str], None]
+
+
+@dataclass
+class StackOptions:
+    base_dir: Path
+    """Folder for every runtime file (.dev by default): data, logs, tokens, proxies."""
+    api_port: int = 8080
+    """API port; a free one is picked when it is taken."""
+    nats_url: str = ""
+    """Use this NATS instead of starting one."""
+    redis_url: str = ""
+    """Use this Redis instead of starting one."""
+    health_interval: float = 2.0
+    """Seconds between two probes of one proxy."""
+    gc_interval: float = 10.0
+    gc_min_age: float = 30.0
+    cooldown: float = 10.0
+    """Lease cooldown after release (short in the dev stack)."""
+    boot_timeout: float = 30.0
+    engine: str = "auto"
+    """Local proxy engine: auto, squid or proxy.py."""
+    log_level: str = "info"
+    installation_id: str = "dev"
+    echo: Printer | None = print
+    """Where prefixed service output goes (None: only to the log files)."""
+
+
+@dataclass
+class Stack:
+    opts: StackOptions
+    nats_url: str = ""
+    redis_url: str = ""
+    api_url: str = ""
+    admin_token: str = ""
+    client_token: str = ""
+    target_url: str = ""
+    ca_file: str = ""
+    providers_config: str = ""
+    processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
+    servers: list[Server] = field(default_factory=list)
+    _threads: list[threading.Thread] = field(default_factory=list)
+
+    # ---- start -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        base = self.opts.base_dir.resolve()
+        (base / "logs").mkdir(parents=True, exist_ok=True)
+        self._start_infra(base)
+        self._start_target(base)
+        self._write_providers_config(base)
+        self._load_tokens(base)
+        for name, args in self._service_commands().items():
+            self.start_service(name, args)
+        self.wait_ready()
+
+    def _start_infra(self, base: Path) -> None:
+        self.nats_url = self.opts.nats_url
+        if not self.nats_url:
+            nats = start_nats(base / "nats", base / "logs" / "nats.log")
+            self.servers.append(nats)
+            self.nats_url = nats.url
+        self.redis_url = self.opts.redis_url
+        if not self.redis_url:
+            redis = start_redis(base / "redis", base / "logs" / "redis.log")
+            self.servers.append(redis)
+            self.redis_url = redis.url
+
+    def _start_target(self, base: Path) -> None:
+        port = free_port()
+        tls = base / "tls"
+        self.start_service(
+            "target",
+            [
+                sys.executable,
+                "-m",
+                "proxyfleet.devstack.target",
+                "--port",
+                str(port),
+                "--dir",
+                str(tls),
+            ],
+        )
+        wait_tcp("127.0.0.1", port, timeout=20)
+        self.target_url = f"https://127.0.0.1:{port}/"
+        self.ca_file = str(tls / "ca.pem")
+
+    def _write_providers_config(self, base: Path) -> None:
+        target_port = int(self.target_url.rsplit(":", 1)[1].strip("/"))
+        path = base / "providers.yaml"
+        path.write_text(
+            "# Written by proxyfleet-dev: the embedded default, real proxy processes here.\n"
+            "providers:\n"
+            "  - name: local\n"
+            "    type: local\n"
+            "    zones: [local-a, local-b]\n"
+            f"    boot_timeout: {self.opts.boot_timeout}\n"
+            "    local:\n"
+            f"      state_dir: {base / 'local-proxies'}\n"
+            f"      engine: {self.opts.engine}\n"
+            f"      connect_ports: [443, {target_port}]\n"
+        )
+        self.providers_config = str(path)
+
+    def _load_tokens(self, base: Path) -> None:
+        """Dev tokens persist in base/tokens.json so a restart keeps them."""
+        path = base / "tokens.json"
+        if path.exists():
+            data = json.loads(path.read_text())
+        else:
+            data = {
+                "admin": "adm-" + secrets.token_urlsafe(18),
+                "client": "cli-" + secrets.token_urlsafe(18),
+            }
+            path.write_text(json.dumps(data))
+            path.chmod(0o600)
+        self.admin_token, self.client_token = data["admin"], data["client"]
+
+    def _service_commands(self) -> dict[str, list[str]]:
+        port = self.opts.api_port
+        try:
+            wait_tcp("127.0.0.1", port, timeout=0.05)
+            port = free_port()  # taken: pick another and say so in the banner
+        except TimeoutError:
+            pass
+        self.api_url = f"http://127.0.0.1:{port}"
+        o = self.opts
+        return {
+            "api": [_bin("proxyfleet-api"), "--port", str(port), "--cooldown", str(o.cooldown)],
+            "provisioner": [
+                _bin("proxyfleet-provisioner-local"),
+                "--provider",
+                "local",
+                "--metrics-port",
+                str(free_port()),
+            ],
+            "health": [
+                _bin("proxyfleet-health"),
+                "--target",
+                self.target_url,
+                "--ca-file",
+                self.ca_file,
+                "--interval",
+                str(o.health_interval),
+                "--metrics-port",
+                str(free_port()),
+            ],
+            "gc": [
+                _bin("proxyfleet-gc"),
+                "--interval",
+                str(o.gc_interval),
+                "--min-age",
+                str(o.gc_min_age),
+                "--metrics-port",
+                str(free_port()),
+            ],
+        }
+
+    def service_env(self) -> dict[str, str]:
+        env = dict(os.environ)
+        env.update(
+            NATS_URL=self.nats_url,
+            REDIS_URL=self.redis_url,
+            PROXYFLEET_PROVIDERS_CONFIG=self.providers_config,
+            PROXYFLEET_INSTALLATION_ID=self.opts.installation_id,
+            PROXYFLEET_LOG_FORMAT="console",
+            PROXYFLEET_LOG_LEVEL=self.opts.log_level,
+            PROXYFLEET_ADMIN_TOKENS=self.admin_token,
+            PROXYFLEET_CLIENT_TOKENS=self.client_token,
+            PYTHONUNBUFFERED="1",
+        )
+        return env
+
+    def start_service(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
+        """Start (or restart) one service; its output goes to logs/<name>.log and the echo."""
+        log = open(self.opts.base_dir.resolve() / "logs" / f"{name}.log", "ab")  # noqa: SIM115
+        proc = subprocess.Popen(
+            args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self.service_env()
+        )
+        self.processes[name] = proc
+        assert proc.stdout is not None
+        t = threading.Thread(
+            target=_pump, args=(name, proc.stdout, log, self.opts.echo), daemon=True
+        )
+        t.start()
+        self._threads.append(t)
+        return proc
+
+    def wait_ready(self, timeout: float = 60.0) -> None:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            for name, proc in self.processes.items():
+                if proc.poll() is not None:
+                    raise RuntimeError(
+                        f"{name} exited with {proc.returncode} (see logs/{name}.log)"
+                    )
+            try:
+                if httpx.get(f"{self.api_url}/readyz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        raise TimeoutError(f"the API at {self.api_url} was not ready within {timeout}s")
+
+    # ---- stop ------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        for proc in self.processes.values():
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.processes.values():
+            try:
+                proc.wait(10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if not self.opts.redis_url:
+            # Redis was ours and is gone with its data: the proxies it knew are orphans now.
+            stop_local_proxies(self.opts.base_dir.resolve() / "local-proxies")
+        for server in reversed(self.servers):
+            server.stop()
+        for t in self._threads:
+            t.join(timeout=2)
+
+
+def stop_local_proxies(state_dir: Path) -> int:
+    """Kill every proxy process the local provider left under state_dir and remove it."""
+    stopped = 0
+    for marker in state_dir.glob("*/*/managed.json"):
+        try:
+            pid = int(json.loads(marker.read_text()).get("pid", 0))
+        except (OSError, ValueError):
+            continue
+        if pid > 0:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+                stopped += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+    shutil.rmtree(state_dir, ignore_errors=True)
+    return stopped
+
+
+def _bin(name: str) -> str:
+    return str(Path(sys.executable).parent / name)
+
+
+def _pump(name: str, stream: IO[bytes], log: IO[bytes], echo: Printer | None) -> None:
+    prefix = f"{name:>11} | "
+    with log:
+        for raw in iter(stream.readline, b""):
+            log.write(raw)
+            log.flush()
+            if echo is not None:
+                echo(prefix + raw.decode(errors="replace").rstrip())
