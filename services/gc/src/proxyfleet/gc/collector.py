@@ -1,0 +1,174 @@
+"""One GC round: list each provider's resources over NATS, look their proxies up in the
+registry, plan, and publish a delete intent per orphan (the provisioner deletes)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import msgspec
+import nats.errors
+from nats.aio.client import Client as NatsClient
+
+from proxyfleet.common import subjects
+from proxyfleet.common.clock import Clock
+from proxyfleet.common.logging import get_logger
+from proxyfleet.common.messaging import Publisher
+from proxyfleet.common.models import ResourceList
+from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.gc import metrics
+from proxyfleet.gc.plan import Deletion, plan_deletions
+from proxyfleet.gc.settings import GcSettings
+
+SkipCause = Literal["no_answer", "error_answer", "bad_answer", "error"]
+RoundResult = Literal["ok", "partial", "failed"]
+
+_decoder = msgspec.json.Decoder(ResourceList)
+
+
+class _Skip(Exception):
+    def __init__(self, cause: SkipCause, detail: str) -> None:
+        super().__init__(detail)
+        self.cause: SkipCause = cause
+
+
+@dataclass(slots=True)
+class ProviderRound:
+    """What one round did for one provider. `skipped` names the cause when it was skipped."""
+
+    provider: str
+    listed: int = 0
+    deletions: list[Deletion] = field(default_factory=list)
+    skipped: SkipCause | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RoundReport:
+    providers: list[ProviderRound]
+    dry_run: bool
+
+    @property
+    def result(self) -> RoundResult:
+        skipped = sum(1 for p in self.providers if p.skipped is not None)
+        if not skipped:
+            return "ok"
+        return "failed" if skipped == len(self.providers) else "partial"
+
+    @property
+    def deletions(self) -> list[Deletion]:
+        return [d for p in self.providers for d in p.deletions]
+
+
+class Collector:
+    def __init__(
+        self,
+        *,
+        nc: NatsClient,
+        registry: ProxyRegistry,
+        publisher: Publisher,
+        providers: Sequence[str],
+        installation_id: str,
+        settings: GcSettings,
+        clock: Clock,
+        log: Any = None,
+    ) -> None:
+        self._nc = nc
+        self._registry = registry
+        self._publisher = publisher
+        self._providers = list(providers)
+        self._installation_id = installation_id
+        self._settings = settings
+        self._clock = clock
+        self._log = log if log is not None else get_logger("proxyfleet.gc")
+
+    async def run_forever(self, stop: asyncio.Event) -> None:
+        """A round every interval until `stop` is set (a running round is finished first)."""
+        while not stop.is_set():
+            await self.run_once()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self._settings.interval)
+
+    async def run_once(self) -> RoundReport:
+        """One round over every provider; a provider that fails is skipped, never fatal."""
+        report = RoundReport(
+            providers=[await self._collect(name) for name in self._providers],
+            dry_run=self._settings.dry_run,
+        )
+        metrics.RUNS.labels(result=report.result).inc()
+        metrics.LAST_RUN.set(self._clock.now())
+        self._log.info(
+            "gc.round",
+            result=report.result,
+            deletions=len(report.deletions),
+            dry_run=report.dry_run,
+        )
+        return report
+
+    async def _collect(self, provider: str) -> ProviderRound:
+        out = ProviderRound(provider)
+        try:
+            listing = await self._list(provider)
+            out.listed = len(listing.resources)
+            mine = [r for r in listing.resources if r.installation_id == self._installation_id]
+            ids = list(dict.fromkeys(r.proxy_id for r in mine))
+            proxies = dict(zip(ids, await self._registry.get_many(ids), strict=True))
+            now = self._clock.now()
+            plan = plan_deletions(self._installation_id, now, self._settings.min_age, mine, proxies)
+            for deletion in plan:
+                await self._delete(provider, deletion)
+                out.deletions.append(deletion)
+        except _Skip as skip:
+            out.skipped = skip.cause
+            self._log.warning(
+                "gc.provider_skipped", provider=provider, cause=skip.cause, error=str(skip)
+            )
+        except Exception as exc:
+            out.skipped = "error"
+            self._log.exception("gc.provider_failed", provider=provider, error=repr(exc))
+        if out.skipped is not None:
+            metrics.SKIPS.labels(provider=provider, cause=out.skipped).inc()
+        return out
+
+    async def _list(self, provider: str) -> ResourceList:
+        subject = subjects.resources_request(provider)
+        try:
+            reply = await self._nc.request(subject, b"", timeout=self._settings.request_timeout)
+        except nats.errors.Error as exc:
+            raise _Skip("no_answer", f"{type(exc).__name__}: {exc}") from exc
+        try:
+            listing = _decoder.decode(reply.data)
+        except msgspec.DecodeError as exc:  # ValidationError is a DecodeError
+            raise _Skip("bad_answer", f"not a ResourceList: {exc}") from exc
+        if listing.error:
+            raise _Skip("error_answer", listing.error)
+        if listing.provider != provider:
+            raise _Skip("bad_answer", f"answer is for provider {listing.provider!r}")
+        return listing
+
+    async def _delete(self, provider: str, deletion: Deletion) -> None:
+        res = deletion.resource
+        dry_run = self._settings.dry_run
+        fields = {
+            "provider": provider,
+            "resource_id": res.resource_id,
+            "proxy_id": res.proxy_id,
+            "why": deletion.why.describe(),
+            "age_s": round(deletion.age, 1),
+        }
+        if dry_run:
+            self._log.info("gc.would_delete", **fields)
+        else:
+            await self._publisher.delete(
+                provider,
+                res.proxy_id,
+                resource_id=res.resource_id,
+                reason=f"gc: {deletion.why.describe()}",
+                dedupe_key=f"gc:{res.resource_id}",
+            )
+            self._log.info("gc.delete_requested", **fields)
+        metrics.DELETIONS.labels(
+            provider=provider, reason=deletion.why.value, dry_run=str(dry_run).lower()
+        ).inc()

@@ -1,0 +1,27 @@
+"""The GC's Prometheus metrics (served on /metrics with every other proxyfleet metric)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge
+
+DELETIONS = Counter(
+    "proxyfleet_gc_deletions_total",
+    "Orphaned resources GC asked to delete (dry_run=true: would have), by provider and reason.",
+    ["provider", "reason", "dry_run"],
+)
+RUNS = Counter(
+    "proxyfleet_gc_runs_total",
+    "GC rounds by result: ok (every provider collected), partial (some skipped), "
+    "failed (none collected).",
+    ["result"],
+)
+LAST_RUN = Gauge(
+    "proxyfleet_gc_last_run_timestamp_seconds",
+    "When the last GC round ended, in seconds since the epoch.",
+)
+SKIPS = Counter(
+    "proxyfleet_gc_provider_skips_total",
+    "Providers skipped for a round (nothing deleted for them), by cause: no_answer, "
+    "error_answer, bad_answer, error.",
+    ["provider", "cause"],
+)

@@ -1,0 +1,170 @@
+"""The real `proxyfleet-gc` console script, run as a subprocess."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import signal
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from nats.js import JetStreamContext
+
+from proxyfleet.common.ids import new_proxy_id, resource_name
+from proxyfleet.common.models import ManagedResource, Phase, Proxy, ResourceList
+from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.devstack.servers import free_port
+
+PROVIDER = "local"
+ME = "inst-cli"
+SCRIPT = str(Path(sys.executable).parent / "proxyfleet-gc")
+Answer = Callable[[ResourceList | bytes | None], None]
+
+
+async def run_gc(*args: str) -> tuple[int, str, str]:
+    proc = await asyncio.create_subprocess_exec(
+        SCRIPT,
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        env={**os.environ, "PROXYFLEET_LOG_FORMAT": "json"},
+    )
+    async with asyncio.timeout(20):
+        out, err = await proc.communicate()
+    assert proc.returncode is not None
+    return proc.returncode, out.decode(), err.decode()
+
+
+def log_lines(stdout: str) -> list[dict[str, Any]]:
+    return [json.loads(line) for line in stdout.splitlines() if line.startswith("{")]
+
+
+def common_args(nats_url: str, redis_url: str, providers_yaml: Path) -> list[str]:
+    return [
+        "--nats-url",
+        nats_url,
+        "--redis-url",
+        redis_url,
+        "--installation-id",
+        ME,
+        "--providers-config",
+        str(providers_yaml),
+    ]
+
+
+def resource(proxy_id: str, age: float) -> ManagedResource:
+    return ManagedResource(
+        resource_id=resource_name(proxy_id),
+        proxy_id=proxy_id,
+        installation_id=ME,
+        created_at=time.time() - age,
+    )
+
+
+async def test_once_dry_run_logs_the_orphans_and_publishes_nothing(
+    nats_url: str,
+    redis_url: str,
+    providers_yaml: Path,
+    registry: ProxyRegistry,
+    answer: Answer,
+    delete_intents: JetStreamContext.PullSubscription,
+) -> None:
+    orphan, young, live = new_proxy_id(), new_proxy_id(), new_proxy_id()
+    now = time.time()
+    await registry.create(
+        Proxy(
+            id=live,
+            provider=PROVIDER,
+            zone="z1",
+            phase=Phase.READY,
+            gen=1,
+            username="u",
+            password="pw",
+            created_at=now,
+            updated_at=now,
+        )
+    )
+    answer(
+        ResourceList(
+            provider=PROVIDER,
+            resources=[resource(orphan, 3600), resource(young, 5), resource(live, 3600)],
+        )
+    )
+
+    code, out, err = await run_gc(
+        *common_args(nats_url, redis_url, providers_yaml), "--once", "--dry-run"
+    )
+
+    assert code == 0, err
+    would = [line for line in log_lines(out) if line["event"] == "gc.would_delete"]
+    assert [(w["proxy_id"], w["resource_id"], w["why"]) for w in would] == [
+        (orphan, resource_name(orphan), "proxy absent")
+    ]
+    assert (await delete_intents.consumer_info()).num_pending == 0
+
+
+async def test_a_bad_providers_config_stops_with_a_message(tmp_path: Path) -> None:
+    bad = tmp_path / "providers.yaml"
+    bad.write_text(
+        "providers:\n  - name: local\n    type: local\n    zones: [z1]\n    colour: red\n"
+    )
+
+    code, _, err = await run_gc("--providers-config", str(bad), "--once")
+
+    assert code == 2
+    assert str(bad) in err
+    assert "colour" in err
+    assert "Traceback" not in err
+
+
+async def test_serves_health_and_metrics_and_stops_on_sigterm(
+    nats_url: str,
+    redis_url: str,
+    providers_yaml: Path,
+    answer: Answer,
+) -> None:
+    answer(ResourceList(provider=PROVIDER, resources=[]))
+    port = free_port()
+    proc = await asyncio.create_subprocess_exec(
+        SCRIPT,
+        *common_args(nats_url, redis_url, providers_yaml),
+        "--interval",
+        "0.2",
+        "--metrics-port",
+        str(port),
+        stdout=asyncio.subprocess.DEVNULL,
+        stderr=asyncio.subprocess.PIPE,
+    )
+    try:
+        async with asyncio.timeout(15):
+            metrics = ""
+            while 'proxyfleet_gc_runs_total{result="ok"}' not in metrics:
+                metrics = await http_get(port, "/metrics")
+            assert "200 OK" in await http_get(port, "/healthz")
+            assert "200 OK" in await http_get(port, "/readyz")
+            assert "proxyfleet_gc_last_run_timestamp_seconds" in metrics
+            proc.send_signal(signal.SIGTERM)
+            assert await proc.wait() == 0
+    finally:
+        if proc.returncode is None:
+            proc.kill()
+            await proc.wait()
+
+
+async def http_get(port: int, path: str) -> str:
+    """One GET; '' while the server is not up yet (after a short pause)."""
+    try:
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    except OSError:
+        await asyncio.sleep(0.05)
+        return ""
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    await writer.drain()
+    body = await reader.read()
+    writer.close()
+    await writer.wait_closed()
+    return body.decode()
