@@ -1,0 +1,1 @@
+"""The Proxyfleet REST API: proxies, leases, providers, health and metrics (Litestar)."""

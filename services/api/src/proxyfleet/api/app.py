@@ -1,0 +1,85 @@
+"""create_app(settings, deps): the Litestar app. Backends open in its lifespan."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from litestar import Litestar, Router
+from litestar.openapi import OpenAPIConfig
+from litestar.openapi.spec import Components, SecurityScheme
+
+from proxyfleet.api.auth import TokenAuth
+from proxyfleet.api.container import DEPENDENCIES, build_services
+from proxyfleet.api.deps import AppDeps
+from proxyfleet.api.errors import EXCEPTION_HANDLERS
+from proxyfleet.api.leases.controller import LeaseController
+from proxyfleet.api.metrics import request_metrics_middleware
+from proxyfleet.api.providers.controller import ProviderController
+from proxyfleet.api.proxies.controller import ProxyController
+from proxyfleet.api.settings import ApiSettings
+from proxyfleet.api.sweeper import run_sweeper
+from proxyfleet.api.system.controller import SystemController
+from proxyfleet.common.logging import get_logger
+
+log = get_logger(__name__)
+
+OPENAPI = OpenAPIConfig(
+    title="Proxyfleet API",
+    version="1",
+    description="Leases on a fleet of authenticated egress proxies, and the fleet itself.",
+    components=Components(
+        security_schemes={"bearer": SecurityScheme(type="http", scheme="bearer")}
+    ),
+)
+MAX_BODY_BYTES = 1 << 20
+"""Largest request body accepted (413 above): the biggest valid one is a few KiB."""
+
+
+def create_app(settings: ApiSettings, deps: AppDeps) -> Litestar:
+    """Raises ConfigError when the settings cannot serve (e.g. no token, not insecure)."""
+    settings.check()
+    auth = TokenAuth.from_settings(settings)
+    v1 = Router(
+        path="/v1",
+        guards=[auth.guard],
+        security=[{"bearer": []}],
+        route_handlers=[ProxyController, LeaseController, ProviderController],
+    )
+
+    @asynccontextmanager
+    async def lifespan(app: Litestar) -> AsyncIterator[None]:
+        if settings.insecure_dev:
+            log.warning("insecure_dev", message="no authentication: every caller is admin")
+        async with deps.connect(settings, deps.clock) as backends:
+            services = build_services(settings, deps, backends)
+            app.state.services = services
+            stop = asyncio.Event()
+            sweeper = asyncio.create_task(
+                run_sweeper(services.leases, settings.sweep_interval, stop)
+            )
+            log.info("api_started", host=settings.host, port=settings.port)
+            try:
+                yield
+            finally:
+                stop.set()
+                try:
+                    await asyncio.wait_for(sweeper, 5)
+                except TimeoutError:
+                    sweeper.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await sweeper
+
+    return Litestar(
+        route_handlers=[v1, SystemController],
+        dependencies=DEPENDENCIES,
+        exception_handlers=EXCEPTION_HANDLERS,
+        middleware=[request_metrics_middleware],
+        lifespan=[lifespan],
+        openapi_config=OPENAPI,
+        logging_config=None,
+        request_max_body_size=MAX_BODY_BYTES,
+        debug=False,
+    )

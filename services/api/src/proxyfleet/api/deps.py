@@ -1,0 +1,83 @@
+"""The API's ports: what it needs from the outside, opened once per process in the lifespan."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from dataclasses import dataclass, field
+
+from nats.aio.client import Client as NatsClient
+
+from proxyfleet.api.settings import ApiSettings
+from proxyfleet.common.clock import Clock, SystemClock
+from proxyfleet.common.messaging import Publisher, connect_nats, ensure_streams
+from proxyfleet.common.providers_config import ProvidersConfig
+from proxyfleet.common.store import LeaseStore, ProxyRegistry, connect_redis
+from proxyfleet.common.store.leases import LeasePolicy
+
+READINESS_TIMEOUT = 1.0
+
+
+@dataclass(frozen=True, slots=True)
+class Backends:
+    """Open connections and the stores built on them."""
+
+    registry: ProxyRegistry
+    leases: LeaseStore
+    publisher: Publisher
+    ping_redis: Callable[[], Awaitable[object]]
+    nats: NatsClient
+
+    async def redis_ready(self) -> bool:
+        try:
+            await asyncio.wait_for(self.ping_redis(), READINESS_TIMEOUT)
+        except Exception:
+            return False
+        return True
+
+    def nats_ready(self) -> bool:
+        return bool(self.nats.is_connected)
+
+
+Connector = Callable[[ApiSettings, Clock], AbstractAsyncContextManager[Backends]]
+
+
+@asynccontextmanager
+async def open_backends(settings: ApiSettings, clock: Clock) -> AsyncIterator[Backends]:
+    """Connect to Redis and NATS, declare the streams; close both on exit."""
+    common = settings.common
+    redis = connect_redis(common.redis_url)
+    try:
+        nc = await connect_nats(common.nats_url, name="proxyfleet-api")
+        try:
+            js = nc.jetstream()
+            await ensure_streams(js)
+            policy = LeasePolicy(
+                cooldown=settings.cooldown,
+                max_ttl=settings.max_lease_ttl,
+                ban_seconds=settings.ban_seconds,
+            )
+            yield Backends(
+                registry=ProxyRegistry(redis, clock, namespace=common.namespace),
+                leases=LeaseStore(redis, clock, policy, namespace=common.namespace),
+                publisher=Publisher(js, clock),
+                ping_redis=redis.ping,
+                nats=nc,
+            )
+        finally:
+            await nc.close()
+    finally:
+        await redis.aclose()
+
+
+@dataclass(frozen=True, slots=True)
+class AppDeps:
+    """Everything create_app needs besides settings; built once (in main or a test)."""
+
+    providers: ProvidersConfig
+    """The parsed providers config (load_providers_config)."""
+    clock: Clock = field(default_factory=SystemClock)
+    """Time source of leases, cooldowns and events (ManualClock in tests)."""
+    connect: Connector = open_backends
+    """Opens the backends for the app's lifespan."""

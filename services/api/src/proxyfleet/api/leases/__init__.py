@@ -1,0 +1,1 @@
+"""Leases: grant, inspect, renew, report, release (client scope), and the expiry sweeper."""

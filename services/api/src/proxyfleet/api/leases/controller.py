@@ -1,0 +1,146 @@
+"""/v1/leases (client scope)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import Controller, delete, get, post
+from litestar.di import NamedDependency
+from litestar.params import Parameter
+from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
+
+from proxyfleet.api.auth import Scope
+from proxyfleet.api.errors import error_responses
+from proxyfleet.api.fields import JSONInput, strict
+from proxyfleet.api.leases.schemas import (
+    GrantedLease,
+    GrantLease,
+    LeasedProxy,
+    LeaseOut,
+    ReleasedLease,
+    ReleaseLease,
+    RenewedLease,
+    RenewLease,
+    ReportedLease,
+    ReportLease,
+)
+from proxyfleet.api.leases.service import LeaseService
+from proxyfleet.common.store import GrantRequest
+
+LeaseIdParam = Annotated[str, Parameter(max_length=64, description="The lease id.")]
+_ENDED = error_responses(400, 401, 403, 404, 409)
+
+
+class LeaseController(Controller):
+    path = "/leases"
+    tags = ["leases"]
+    opt = {"scope": Scope.CLIENT}
+
+    @post(
+        "/", status_code=HTTP_201_CREATED, responses=error_responses(400, 401, 403, 404, 409, 503)
+    )
+    async def grant_lease(
+        self, data: JSONInput[GrantLease], lease_service: NamedDependency[LeaseService]
+    ) -> GrantedLease:
+        """Lease a ready proxy: least recently used first among those matching the selector,
+        not leased, not cooling down and not banned for the target. 503 + Retry-After when
+        none is free; 409 + Retry-After when the named proxy is taken."""
+        body = strict(data, GrantLease)
+        grant = await lease_service.grant(
+            GrantRequest(
+                ttl=lease_service.ttl(body.ttl),
+                holder=body.holder,
+                target=body.target.lower(),
+                proxy_id=body.proxy_id or "",
+                provider=body.provider or "",
+                zone=body.zone or "",
+                labels=dict(body.labels),
+            )
+        )
+        lease, proxy = grant.lease, grant.proxy
+        return GrantedLease(
+            lease_id=lease.id,
+            epoch=lease.epoch,
+            expires_at=lease.expires_at,
+            granted_at=lease.granted_at,
+            holder=lease.holder,
+            target=lease.target,
+            proxy=LeasedProxy(
+                id=proxy.id,
+                host=proxy.host,
+                port=proxy.port,
+                url=proxy.url(with_credentials=True),
+                provider=proxy.provider,
+                zone=proxy.zone,
+            ),
+        )
+
+    @get("/{lease_id:str}", responses=error_responses(401, 403, 404))
+    async def get_lease(
+        self, lease_id: LeaseIdParam, lease_service: NamedDependency[LeaseService]
+    ) -> LeaseOut:
+        """A lease and its state: active, released, expired or revoked."""
+        lease, state = await lease_service.get(lease_id)
+        return LeaseOut(
+            lease_id=lease.id,
+            proxy_id=lease.proxy_id,
+            epoch=lease.epoch,
+            state=state,
+            holder=lease.holder,
+            target=lease.target,
+            granted_at=lease.granted_at,
+            expires_at=lease.expires_at,
+        )
+
+    @post("/{lease_id:str}/renew", status_code=HTTP_200_OK, responses=_ENDED)
+    async def renew_lease(
+        self,
+        lease_id: LeaseIdParam,
+        data: JSONInput[RenewLease],
+        lease_service: NamedDependency[LeaseService],
+    ) -> RenewedLease:
+        """Extend an active lease to now + ttl. 409 for a stale epoch or an ended lease."""
+        body = strict(data, RenewLease)
+        lease, expires_at = await lease_service.renew(lease_id, body.epoch, body.ttl)
+        return RenewedLease(
+            lease_id=lease_id, proxy_id=lease.proxy_id, epoch=body.epoch, expires_at=expires_at
+        )
+
+    @post("/{lease_id:str}/report", status_code=HTTP_200_OK, responses=_ENDED)
+    async def report_lease(
+        self,
+        lease_id: LeaseIdParam,
+        data: JSONInput[ReportLease],
+        lease_service: NamedDependency[LeaseService],
+    ) -> ReportedLease:
+        """Record how the proxy did. 409 for a stale epoch or an ended lease."""
+        body = strict(data, ReportLease)
+        proxy_id, target = await lease_service.report(
+            lease_id, body.epoch, body.outcome, body.target.lower()
+        )
+        return ReportedLease(
+            lease_id=lease_id, proxy_id=proxy_id, outcome=body.outcome, target=target
+        )
+
+    @post("/{lease_id:str}/release", status_code=HTTP_200_OK, responses=_ENDED)
+    async def release_lease(
+        self,
+        lease_id: LeaseIdParam,
+        data: JSONInput[ReleaseLease],
+        lease_service: NamedDependency[LeaseService],
+    ) -> ReleasedLease:
+        """End the lease; the proxy cools down before its next grant."""
+        body = strict(data, ReleaseLease)
+        released = await lease_service.release(lease_id, body.epoch)
+        return ReleasedLease(lease_id=lease_id, proxy_id=released.proxy_id)
+
+    @delete("/{lease_id:str}", status_code=HTTP_200_OK, responses=_ENDED)
+    async def delete_lease(
+        self,
+        lease_id: LeaseIdParam,
+        lease_service: NamedDependency[LeaseService],
+        epoch: Annotated[int, Parameter(ge=1, le=2**53, description="The lease's epoch.")],
+    ) -> ReleasedLease:
+        """Same as POST /v1/leases/{lease_id}/release, with the epoch in the query."""
+        released = await lease_service.release(lease_id, epoch)
+        return ReleasedLease(lease_id=lease_id, proxy_id=released.proxy_id)

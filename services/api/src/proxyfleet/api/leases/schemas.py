@@ -1,0 +1,102 @@
+"""Request and response bodies of /v1/leases. Only the grant carries the proxy's password."""
+
+from __future__ import annotations
+
+import msgspec
+
+from proxyfleet.api.fields import (
+    Epoch,
+    Holder,
+    Labels,
+    ProviderName,
+    ProxyId,
+    Seconds,
+    Target,
+    ZoneName,
+)
+from proxyfleet.common.models import LeaseOutcome
+
+
+class GrantLease(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    ttl: Seconds | None = None
+    """Seconds the lease lasts (default: the API's default TTL; capped at its maximum)."""
+    holder: Holder = ""
+    target: Target = ""
+    """Destination domain: a proxy banned for it is never granted."""
+    proxy_id: ProxyId | None = None
+    """This proxy and no other (409 + Retry-After when it is taken or cooling down)."""
+    provider: ProviderName | None = None
+    zone: ZoneName | None = None
+    labels: Labels = {}
+    """The granted proxy carries all of these labels."""
+
+
+class LeasedProxy(msgspec.Struct, kw_only=True):
+    id: str
+    host: str
+    port: int
+    url: str
+    """http://user:password@host:port: the only place the API shows a password."""
+    provider: str
+    zone: str
+
+
+class GrantedLease(msgspec.Struct, kw_only=True):
+    lease_id: str
+    epoch: int
+    """Fencing token: pass it to renew, report and release."""
+    expires_at: float
+    granted_at: float
+    holder: str
+    target: str
+    proxy: LeasedProxy
+
+
+class LeaseOut(msgspec.Struct, kw_only=True):
+    lease_id: str
+    proxy_id: str
+    epoch: int
+    state: str
+    """active, released, expired or revoked."""
+    holder: str
+    target: str
+    granted_at: float
+    expires_at: float
+
+
+class RenewLease(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    epoch: Epoch
+    ttl: Seconds | None = None
+    """New TTL from now (default: the API's default TTL; capped at its maximum)."""
+
+
+class RenewedLease(msgspec.Struct, kw_only=True):
+    lease_id: str
+    proxy_id: str
+    epoch: int
+    expires_at: float
+
+
+class ReportLease(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    epoch: Epoch
+    outcome: LeaseOutcome
+    """ok; blocked (bans the proxy for the target); failed (the proxy is probed again now)."""
+    target: Target = ""
+    """Default: the lease's target."""
+
+
+class ReportedLease(msgspec.Struct, kw_only=True):
+    lease_id: str
+    proxy_id: str
+    outcome: LeaseOutcome
+    target: str
+
+
+class ReleaseLease(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    epoch: Epoch
+
+
+class ReleasedLease(msgspec.Struct, kw_only=True):
+    lease_id: str
+    proxy_id: str
+    state: str = "released"

@@ -1,0 +1,132 @@
+"""Lease operations: each is one atomic store script, then its event and metric."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from proxyfleet.api.events import Messages
+from proxyfleet.api.metrics import (
+    LEASE_CONFLICTS,
+    LEASE_UNAVAILABLE,
+    LEASES_EXPIRED,
+    LEASES_GRANTED,
+    LEASES_RELEASED,
+)
+from proxyfleet.api.providers.service import ProviderCatalog
+from proxyfleet.common.errors import Conflict, NotFound, Unavailable
+from proxyfleet.common.logging import get_logger
+from proxyfleet.common.models import Lease, LeaseOutcome, Proxy
+from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
+from proxyfleet.common.store.leases import Released
+
+log = get_logger(__name__)
+
+SWEEP_BATCH = 500
+
+
+@dataclass(frozen=True, slots=True)
+class Grant:
+    lease: Lease
+    proxy: Proxy
+
+
+class LeaseService:
+    def __init__(
+        self,
+        store: LeaseStore,
+        registry: ProxyRegistry,
+        messages: Messages,
+        catalog: ProviderCatalog,
+        default_ttl: float,
+    ) -> None:
+        self._store = store
+        self._registry = registry
+        self._messages = messages
+        self._catalog = catalog
+        self._default_ttl = default_ttl
+
+    async def grant(self, req: GrantRequest) -> Grant:
+        """Raises Unavailable (503), Conflict (409) or NotFound (404 for a named proxy)."""
+        self._catalog.check_selector(req.provider or None, req.zone or None)
+        try:
+            lease = await self._store.grant(req)
+        except Unavailable:
+            LEASE_UNAVAILABLE.inc()
+            raise
+        except Conflict:
+            LEASE_CONFLICTS.inc()
+            raise
+        LEASES_GRANTED.inc()
+        proxy = await self._registry.get(lease.proxy_id)
+        if proxy is None:  # the script granted it a moment ago: the registry must have it
+            raise NotFound(f"proxy {lease.proxy_id} vanished while being leased")
+        log.info("lease_granted", lease_id=lease.id, proxy_id=proxy.id, epoch=lease.epoch)
+        await self._messages.event(
+            "lease.granted",
+            proxy.id,
+            lease_id=lease.id,
+            provider=proxy.provider,
+            data={
+                "epoch": lease.epoch,
+                "holder": lease.holder,
+                "target": lease.target,
+                "expires_at": lease.expires_at,
+            },
+        )
+        return Grant(lease, proxy)
+
+    def ttl(self, ttl: float | None) -> float:
+        return self._default_ttl if ttl is None else ttl
+
+    async def get(self, lease_id: str) -> tuple[Lease, str]:
+        found = await self._store.get(lease_id)
+        if found is None:
+            raise NotFound(f"lease {lease_id} not found")
+        return found
+
+    async def renew(self, lease_id: str, epoch: int, ttl: float | None) -> tuple[Lease, float]:
+        expires_at = await self._store.renew(lease_id, epoch, self.ttl(ttl))
+        lease, _ = await self.get(lease_id)
+        await self._messages.event(
+            "lease.renewed",
+            lease.proxy_id,
+            lease_id=lease_id,
+            data={"epoch": epoch, "expires_at": expires_at},
+        )
+        return lease, expires_at
+
+    async def report(
+        self, lease_id: str, epoch: int, outcome: LeaseOutcome, target: str
+    ) -> tuple[str, str]:
+        proxy_id, applied_to = await self._store.report(lease_id, epoch, outcome, target)
+        log.info("lease_reported", lease_id=lease_id, proxy_id=proxy_id, outcome=outcome.value)
+        await self._messages.event(
+            "lease.reported",
+            proxy_id,
+            lease_id=lease_id,
+            data={"epoch": epoch, "outcome": outcome.value, "target": applied_to},
+        )
+        return proxy_id, applied_to
+
+    async def release(self, lease_id: str, epoch: int) -> Released:
+        released = await self._store.release(lease_id, epoch)
+        LEASES_RELEASED.inc()
+        log.info("lease_released", lease_id=lease_id, proxy_id=released.proxy_id)
+        await self._messages.event(
+            "lease.released", released.proxy_id, lease_id=lease_id, data={"epoch": epoch}
+        )
+        return released
+
+    async def sweep(self) -> int:
+        """End every lease past its expiry; safe on any number of replicas at once (each
+        lease is ended by exactly one script run, which alone announces it)."""
+        total = 0
+        while True:
+            batch = await self._store.expire_due(SWEEP_BATCH)
+            for r in batch:
+                LEASES_EXPIRED.inc()
+                log.info("lease_expired", lease_id=r.lease_id, proxy_id=r.proxy_id)
+                await self._messages.event("lease.expired", r.proxy_id, lease_id=r.lease_id)
+            total += len(batch)
+            if len(batch) < SWEEP_BATCH:
+                return total

@@ -1,0 +1,1 @@
+"""Providers: the configured provider instances, their zones and proxy counts."""

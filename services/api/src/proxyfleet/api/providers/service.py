@@ -1,0 +1,58 @@
+"""The providers config as the API uses it: validating selectors and counting proxies."""
+
+from __future__ import annotations
+
+from proxyfleet.api.errors import ApiError
+from proxyfleet.common.models import Phase
+from proxyfleet.common.providers_config import ProviderConfig, ProvidersConfig
+from proxyfleet.common.store import ProxyRegistry
+
+
+class ProviderCatalog:
+    """Answers "is this provider/zone configured?" with a clear 400 when it is not."""
+
+    def __init__(self, config: ProvidersConfig) -> None:
+        self.config = config
+        self._by_name = {p.name: p for p in config.providers}
+
+    def get(self, name: str) -> ProviderConfig:
+        provider = self._by_name.get(name)
+        if provider is None:
+            known = ", ".join(sorted(self._by_name))
+            raise ApiError(
+                400, "unknown_provider", f"unknown provider {name!r}; configured: {known}"
+            )
+        return provider
+
+    def zone_for(self, provider: ProviderConfig, zone: str | None) -> str:
+        """The zone to use: the given one when the provider serves it, else its first."""
+        if zone is None:
+            return provider.zones[0]
+        if zone not in provider.zones:
+            raise ApiError(
+                400,
+                "unknown_zone",
+                f"provider {provider.name!r} has no zone {zone!r}; "
+                f"its zones: {', '.join(provider.zones)}",
+            )
+        return zone
+
+    def check_selector(self, provider: str | None, zone: str | None) -> None:
+        """A lease selector must name a configured provider/zone (else it never matches)."""
+        if provider is not None:
+            self.zone_for(self.get(provider), zone)
+        elif zone is not None and not any(zone in p.zones for p in self.config.providers):
+            raise ApiError(400, "unknown_zone", f"no provider has zone {zone!r}")
+
+
+class ProviderService:
+    def __init__(self, catalog: ProviderCatalog, registry: ProxyRegistry) -> None:
+        self.catalog = catalog
+        self._registry = registry
+
+    async def counts(self) -> dict[str, dict[Phase, int]]:
+        """Proxies per phase, per configured provider."""
+        return {
+            p.name: await self._registry.count_by_phase(p.name)
+            for p in self.catalog.config.providers
+        }

@@ -1,0 +1,1 @@
+"""Proxies: create, list, inspect and delete (admin scope)."""

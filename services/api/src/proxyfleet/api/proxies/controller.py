@@ -1,0 +1,85 @@
+"""/v1/proxies (admin scope)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from litestar import Controller, delete, get, post
+from litestar.di import NamedDependency
+from litestar.params import FromQuery, Parameter
+from litestar.status_codes import HTTP_202_ACCEPTED
+
+from proxyfleet.api.auth import Scope
+from proxyfleet.api.errors import error_responses
+from proxyfleet.api.fields import JSONInput, parse_label_filters, strict
+from proxyfleet.api.proxies.schemas import CreateProxies, ProxyBatch, ProxyOut, ProxyPage
+from proxyfleet.api.proxies.service import ProxyService
+from proxyfleet.common.models import Phase
+
+ProxyIdParam = Annotated[str, Parameter(max_length=64, description="The proxy id.")]
+
+
+class ProxyController(Controller):
+    path = "/proxies"
+    tags = ["proxies"]
+    opt = {"scope": Scope.ADMIN}
+
+    @post("/", status_code=HTTP_202_ACCEPTED, responses=error_responses(400, 401, 403))
+    async def create_proxies(
+        self, data: JSONInput[CreateProxies], proxy_service: NamedDependency[ProxyService]
+    ) -> ProxyBatch:
+        """Create `count` proxies: stored as pending, then provisioned asynchronously."""
+        body = strict(data, CreateProxies)
+        proxies = await proxy_service.create(body.provider, body.zone, body.count, body.labels)
+        return ProxyBatch(items=[ProxyOut.of(p) for p in proxies])
+
+    @get("/", responses=error_responses(400, 401, 403))
+    async def list_proxies(
+        self,
+        proxy_service: NamedDependency[ProxyService],
+        provider: FromQuery[str | None] = None,
+        zone: FromQuery[str | None] = None,
+        phase: FromQuery[Phase | None] = None,
+        label: Annotated[
+            list[str] | None, Parameter(description="Label filter key=value (repeatable).")
+        ] = None,
+        cursor: Annotated[str, Parameter(max_length=64)] = "",
+        limit: Annotated[int, Parameter(ge=1, le=500)] = 100,
+    ) -> ProxyPage:
+        """One page of proxies in creation order, filtered; follow `next_cursor`."""
+        items, next_cursor = await proxy_service.page(
+            provider=provider,
+            zone=zone,
+            phase=phase,
+            labels=parse_label_filters(label),
+            cursor=cursor,
+            limit=limit,
+        )
+        return ProxyPage(items=[ProxyOut.of(p) for p in items], next_cursor=next_cursor or None)
+
+    @get("/{proxy_id:str}", responses=error_responses(401, 403, 404))
+    async def get_proxy(
+        self, proxy_id: ProxyIdParam, proxy_service: NamedDependency[ProxyService]
+    ) -> ProxyOut:
+        """One proxy (without its credentials)."""
+        return ProxyOut.of(await proxy_service.get(proxy_id))
+
+    @delete(
+        "/{proxy_id:str}",
+        status_code=HTTP_202_ACCEPTED,
+        responses=error_responses(400, 401, 403, 404, 409),
+    )
+    async def delete_proxy(
+        self,
+        proxy_id: ProxyIdParam,
+        proxy_service: NamedDependency[ProxyService],
+        force: Annotated[
+            bool, Parameter(description="Delete even when leased (revokes the lease).")
+        ] = False,
+    ) -> ProxyOut:
+        """Start deleting a proxy (202). 409 when it is leased, unless force=true.
+
+        Idempotent: deleting a proxy that is already deleting or deleted answers 202 with
+        its current state (a deleting proxy gets its delete intent sent again).
+        """
+        return ProxyOut.of(await proxy_service.delete(proxy_id, force=force))

@@ -1,0 +1,77 @@
+"""Request and response bodies of /v1/proxies. No password ever leaves through these."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import msgspec
+
+from proxyfleet.api.fields import Labels, ProviderName, ZoneName
+from proxyfleet.common.models import Phase, Proxy
+
+
+class CreateProxies(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    provider: ProviderName
+    """The provider instance (a name from the providers config)."""
+    count: Annotated[int, msgspec.Meta(ge=1, le=1000)] = 1
+    """How many proxies to create (1..1000)."""
+    zone: ZoneName | None = None
+    """One of the provider's zones; default: its first."""
+    labels: Labels = {}
+    """Labels every created proxy carries (leases can select on them)."""
+
+
+class ProxyOut(msgspec.Struct, kw_only=True):
+    """A proxy as the API shows it: everything but its credentials."""
+
+    id: str
+    provider: str
+    zone: str
+    phase: Phase
+    gen: int
+    labels: dict[str, str]
+    host: str
+    port: int
+    reason: str
+    leased: bool
+    lease_id: str
+    epoch: int
+    created_at: float
+    updated_at: float
+    egress_ip: str
+    latency_ms: float
+    last_probe_at: float
+    last_probe_error: str
+
+    @classmethod
+    def of(cls, p: Proxy) -> ProxyOut:
+        return cls(
+            id=p.id,
+            provider=p.provider,
+            zone=p.zone,
+            phase=p.phase,
+            gen=p.gen,
+            labels=p.labels,
+            host=p.host,
+            port=p.port,
+            reason=p.reason,
+            leased=bool(p.lease_id),
+            lease_id=p.lease_id,
+            epoch=p.epoch,
+            created_at=p.created_at,
+            updated_at=p.updated_at,
+            egress_ip=p.egress_ip,
+            latency_ms=p.latency_ms,
+            last_probe_at=p.last_probe_at,
+            last_probe_error=p.last_probe_error,
+        )
+
+
+class ProxyBatch(msgspec.Struct, kw_only=True):
+    items: list[ProxyOut]
+
+
+class ProxyPage(msgspec.Struct, kw_only=True):
+    items: list[ProxyOut]
+    next_cursor: str | None
+    """Pass as `cursor` to get the next page; null on the last page."""

@@ -1,0 +1,22 @@
+"""The lease sweeper: ends expired leases every interval. Every replica may run one: the
+expire script is atomic, so each lease is ended (and announced) exactly once."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from proxyfleet.api.leases.service import LeaseService
+from proxyfleet.common.logging import get_logger
+
+log = get_logger(__name__)
+
+
+async def run_sweeper(leases: LeaseService, interval: float, stop: asyncio.Event) -> None:
+    while not stop.is_set():
+        try:
+            await leases.sweep()
+        except Exception as exc:
+            log.warning("sweep_failed", error=repr(exc))
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(stop.wait(), interval)

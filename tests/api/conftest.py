@@ -1,0 +1,102 @@
+"""API fixtures: the app served by a real uvicorn in this event loop (against the real
+Redis and NATS of tests/conftest.py), HTTP clients per scope, NATS recorders."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+import httpx
+import nats
+import pytest
+import redis.asyncio as aioredis
+from nats.aio.client import Client as NatsClient
+from tests.api.helpers import (
+    ADMIN,
+    CLIENT,
+    Api,
+    ApiFactory,
+    Recorder,
+    api_settings,
+    providers_config,
+    serve,
+)
+
+from proxyfleet.api.app import create_app
+from proxyfleet.api.deps import AppDeps
+from proxyfleet.common.clock import ManualClock
+from proxyfleet.common.messaging import ensure_streams
+from proxyfleet.common.store import ProxyRegistry
+
+
+def _bearer(token: str) -> dict[str, str]:
+    return {"Authorization": f"Bearer {token}"}
+
+
+@pytest.fixture
+async def start_api(
+    redis_client: aioredis.Redis, redis_url: str, nats_url: str
+) -> AsyncIterator[ApiFactory]:
+    """Start apps (settings overrides as keyword arguments) on a clean Redis."""
+    closers: list[Callable[[], Awaitable[None]]] = []
+
+    async def start(**overrides: Any) -> Api:
+        clock = ManualClock()
+        settings = api_settings(redis_url, nats_url, **overrides)
+        app = create_app(settings, AppDeps(providers=providers_config(), clock=clock))
+        url, stop = await serve(app)
+        admin, client, anon = (
+            httpx.AsyncClient(base_url=url, headers=h, timeout=10)
+            for h in (
+                {"Authorization": f"Bearer {ADMIN}"},
+                {"Authorization": f"Bearer {CLIENT}"},
+                {},
+            )
+        )
+
+        async def close() -> None:
+            for c in (admin, client, anon):
+                await c.aclose()
+            await stop()
+
+        closers.append(close)
+        return Api(url, app, clock, ProxyRegistry(redis_client, clock), admin, client, anon)
+
+    yield start
+    for close in reversed(closers):
+        await close()
+
+
+@pytest.fixture
+async def api(start_api: ApiFactory) -> Api:
+    return await start_api()
+
+
+@pytest.fixture
+async def nc(nats_url: str) -> AsyncIterator[NatsClient]:
+    client = await nats.connect(nats_url)
+    await ensure_streams(client.jetstream())
+    yield client
+    await client.close()
+
+
+async def _recording(nc: NatsClient, subject: str) -> AsyncIterator[Recorder]:
+    rec = Recorder()
+    sub = await nc.subscribe(subject, cb=rec.on_msg)
+    await nc.flush()
+    yield rec
+    await sub.unsubscribe()
+
+
+@pytest.fixture
+async def events(nc: NatsClient) -> AsyncIterator[Recorder]:
+    """Every event published from now on (core subscription on proxyfleet.events.>)."""
+    async for rec in _recording(nc, "proxyfleet.events.>"):
+        yield rec
+
+
+@pytest.fixture
+async def intents(nc: NatsClient) -> AsyncIterator[Recorder]:
+    """Every intent published from now on (core subscription on proxyfleet.intents.>)."""
+    async for rec in _recording(nc, "proxyfleet.intents.>"):
+        yield rec

@@ -1,0 +1,208 @@
+"""Shared by the API tests: serving an app in this loop, the event recorder, builders."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import msgspec
+import redis.asyncio as aioredis
+import uvicorn
+from litestar import Litestar
+from nats.aio.msg import Msg
+
+from proxyfleet.api.container import Services
+from proxyfleet.api.settings import ApiSettings
+from proxyfleet.common.clock import ManualClock
+from proxyfleet.common.models import Event, Phase, Proxy
+from proxyfleet.common.providers_config import ProvidersConfig, parse_providers_config
+from proxyfleet.common.settings import CommonSettings
+from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.devstack.servers import free_port
+
+ADMIN = "admin-token-for-tests"
+CLIENT = "client-token-for-tests"
+PROVIDER = "apitest"
+OTHER = "apitest2"
+
+PROVIDERS_YAML = f"""
+providers:
+  - name: {PROVIDER}
+    type: local
+    zones: [z1, z2]
+    local: {{}}
+  - name: {OTHER}
+    type: local
+    zones: [east]
+    local: {{}}
+"""
+
+
+def providers_config() -> ProvidersConfig:
+    return parse_providers_config(PROVIDERS_YAML, "providers.yaml")
+
+
+def api_settings(redis_url: str, nats_url: str, **overrides: Any) -> ApiSettings:
+    base = ApiSettings(
+        common=CommonSettings(redis_url=redis_url, nats_url=nats_url),
+        admin_tokens=(ADMIN,),
+        client_tokens=(CLIENT,),
+        cooldown=30.0,
+        max_lease_ttl=600.0,
+        default_lease_ttl=60.0,
+        ban_seconds=100.0,
+        sweep_interval=0.05,
+    )
+    return dataclasses.replace(base, **overrides)
+
+
+@dataclass
+class Api:
+    """One running app: its URL, clients per scope, the clock it runs on, the registry."""
+
+    url: str
+    app: Litestar
+    clock: ManualClock
+    registry: ProxyRegistry
+    admin: httpx.AsyncClient
+    client: httpx.AsyncClient
+    anon: httpx.AsyncClient
+
+    @property
+    def services(self) -> Services:
+        services: Services = self.app.state.services
+        return services
+
+
+ApiFactory = Callable[..., Awaitable[Api]]
+"""start_api(**settings overrides) -> a running Api."""
+
+
+async def serve(app: Litestar) -> tuple[str, Callable[[], Awaitable[None]]]:
+    """Serve `app` with uvicorn on a free port in this loop; returns (url, stop)."""
+    port = free_port()
+    config = uvicorn.Config(
+        app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="on"
+    )
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    deadline = time.monotonic() + 10
+    while not server.started:
+        if task.done():
+            task.result()
+            raise RuntimeError("uvicorn stopped before it started")
+        if time.monotonic() > deadline:
+            raise TimeoutError("uvicorn did not start in 10 s")
+        await asyncio.sleep(0.01)
+
+    async def stop() -> None:
+        server.should_exit = True
+        await task
+
+    return f"http://127.0.0.1:{port}", stop
+
+
+@dataclass
+class Recorder:
+    """Every message on a core NATS subject filter, in arrival order."""
+
+    messages: list[tuple[str, bytes]] = field(default_factory=list)
+    _arrived: asyncio.Event = field(default_factory=asyncio.Event)
+
+    async def on_msg(self, msg: Msg) -> None:
+        self.messages.append((msg.subject, msg.data))
+        self._arrived.set()
+
+    def subjects(self) -> list[str]:
+        return [s for s, _ in self.messages]
+
+    def events(self, event_type: str | None = None) -> list[Event]:
+        out = [msgspec.json.decode(data, type=Event) for _, data in self.messages]
+        return [e for e in out if event_type is None or e.type == event_type]
+
+    async def wait_for(
+        self, predicate: Callable[[], bool], within: float = 5.0, what: str = ""
+    ) -> None:
+        deadline = time.monotonic() + within
+        while not predicate():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"timed out waiting for {what}; seen: {self.subjects()}")
+            self._arrived.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._arrived.wait(), left)
+
+    async def event(self, event_type: str, within: float = 5.0, **match: Any) -> Event:
+        """The first event of that type whose fields equal `match` (waits for it)."""
+
+        def found() -> Event | None:
+            for e in self.events(event_type):
+                if all(getattr(e, k) == v for k, v in match.items()):
+                    return e
+            return None
+
+        await self.wait_for(lambda: found() is not None, within, f"{event_type} {match}")
+        event = found()
+        assert event is not None
+        return event
+
+
+async def ready_proxy(
+    api: Api,
+    pid: str,
+    *,
+    provider: str = PROVIDER,
+    zone: str = "z1",
+    labels: dict[str, str] | None = None,
+    port: int = 3128,
+) -> Proxy:
+    """A proxy made ready directly through the registry (what provisioner + health do)."""
+    now = api.clock.now()
+    proxy = Proxy(
+        id=pid,
+        provider=provider,
+        zone=zone,
+        phase=Phase.PENDING,
+        gen=0,
+        username="user",
+        password="s3cret-pass",
+        created_at=now,
+        updated_at=now,
+        labels=labels or {},
+    )
+    assert await api.registry.create(proxy)
+    await api.registry.transition(pid, Phase.PROVISIONING)
+    await api.registry.transition(pid, Phase.BOOTING, host="127.0.0.1", port=port)
+    await api.registry.transition(pid, Phase.READY)
+    got = await api.registry.get(pid)
+    assert got is not None
+    return got
+
+
+async def snapshot(client: aioredis.Redis) -> dict[str, Any]:
+    """Every key and its value: proves a refused request changed nothing."""
+    out: dict[str, Any] = {}
+    keys = [str(k) for k in await client.keys("*")]
+    for key in sorted(keys):
+        kind = await client.type(key)
+        if kind == "hash":
+            out[key] = await client.hgetall(key)
+        elif kind == "zset":
+            out[key] = await client.zrange(key, 0, -1, withscores=True)
+        else:
+            out[key] = kind
+    return out
+
+
+def error_of(response: httpx.Response) -> str:
+    """The error code of a JSON error body (and a check that the body has that shape)."""
+    body = response.json()
+    assert set(body) >= {"error", "message"}, body
+    assert body["message"], body
+    return str(body["error"])

@@ -1,0 +1,212 @@
+"""/v1/proxies: create, list (filters, pagination), get, delete; intents and events."""
+
+from __future__ import annotations
+
+import msgspec
+import redis.asyncio as aioredis
+from tests.api.helpers import OTHER, PROVIDER, Api, Recorder, error_of, ready_proxy, snapshot
+
+from proxyfleet.common.models import CreateIntent, DeleteIntent, Phase
+from proxyfleet.common.store import GrantRequest
+
+intent_decoder = msgspec.json.Decoder(CreateIntent | DeleteIntent)
+
+
+async def test_create_stores_pending_proxies_and_publishes(
+    api: Api, events: Recorder, intents: Recorder
+) -> None:
+    r = await api.admin.post(
+        "/v1/proxies", json={"provider": PROVIDER, "count": 3, "labels": {"team": "qa"}}
+    )
+    assert r.status_code == 202, r.text
+    items = r.json()["items"]
+    assert len(items) == 3
+    assert "password" not in r.text
+    assert "username" not in r.text
+    for item in items:
+        assert item["phase"] == "pending"
+        assert item["zone"] == "z1"  # the provider's first zone
+        assert item["labels"] == {"team": "qa"}
+        stored = await api.registry.get(item["id"])
+        assert stored is not None
+        assert stored.phase is Phase.PENDING
+        assert len(stored.password) >= 24
+        assert stored.username
+        assert stored.password not in r.text
+
+    ids = {i["id"] for i in items}
+    for pid in ids:
+        await events.event("proxy.pending", proxy_id=pid, provider=PROVIDER)
+    await intents.wait_for(lambda: len(intents.messages) >= 3, what="3 create intents")
+    assert {s for s in intents.subjects()} == {f"proxyfleet.intents.{PROVIDER}.create"}
+    got = {intent_decoder.decode(data).proxy_id for _, data in intents.messages}
+    assert got == ids
+    pending = events.events("proxy.pending")[0]
+    assert pending.data["from"] == ""
+    assert pending.schema_version == 1
+
+
+async def test_create_in_a_named_zone(api: Api) -> None:
+    r = await api.admin.post("/v1/proxies", json={"provider": PROVIDER, "zone": "z2"})
+    assert r.status_code == 202
+    assert [i["zone"] for i in r.json()["items"]] == ["z2"]
+
+
+async def test_create_refuses_bad_input_without_changing_state(
+    api: Api, redis_client: aioredis.Redis, intents: Recorder
+) -> None:
+    before = await snapshot(redis_client)
+    cases: list[tuple[object, str]] = [
+        ({"provider": "nope"}, "unknown_provider"),
+        ({"provider": PROVIDER, "zone": "east"}, "unknown_zone"),
+        ({"provider": PROVIDER, "count": 0}, "invalid_input"),
+        ({"provider": PROVIDER, "count": 1001}, "invalid_input"),
+        ({"provider": PROVIDER, "count": "3"}, "invalid_input"),
+        ({"provider": PROVIDER, "count": 2.5}, "invalid_input"),
+        ({"provider": PROVIDER, "labels": {"a": 1}}, "invalid_input"),
+        ({"provider": PROVIDER, "labels": {"bad key!": "v"}}, "invalid_input"),
+        ({"provider": PROVIDER, "surprise": True}, "invalid_input"),
+        ({"count": 1}, "invalid_input"),
+        ([1, 2], "invalid_input"),
+    ]
+    for body, code in cases:
+        r = await api.admin.post("/v1/proxies", json=body)
+        assert r.status_code == 400, (body, r.text)
+        assert error_of(r) == code, (body, r.text)
+    r = await api.admin.post(
+        "/v1/proxies", content=b"{not json", headers={"content-type": "application/json"}
+    )
+    assert r.status_code == 400
+    assert error_of(r) == "bad_request"
+    r = await api.admin.post("/v1/proxies", content=b"")
+    assert r.status_code == 400
+    assert "request body" in r.json()["message"]
+    r = await api.admin.post("/v1/proxies", json={"provider": PROVIDER, "count": 0})
+    assert "count" in r.json()["message"]
+    assert await snapshot(redis_client) == before
+    assert intents.messages == []
+
+
+async def test_list_filters_and_pages(api: Api) -> None:
+    for i in range(4):
+        await ready_proxy(api, f"pa{i}", labels={"team": "a" if i % 2 else "b", "n": str(i)})
+    await ready_proxy(api, "pb0", provider=OTHER, zone="east")
+    r = await api.admin.post("/v1/proxies", json={"provider": PROVIDER, "count": 2, "zone": "z2"})
+    assert r.status_code == 202
+
+    async def ids(**params: object) -> list[str]:
+        r = await api.admin.get("/v1/proxies", params=params)  # type: ignore[arg-type]
+        assert r.status_code == 200, r.text
+        return [i["id"] for i in r.json()["items"]]
+
+    assert len(await ids()) == 7
+    assert await ids(provider=OTHER) == ["pb0"]
+    assert len(await ids(zone="z2")) == 2
+    assert len(await ids(phase="pending")) == 2
+    assert await ids(phase="ready", provider=PROVIDER) == ["pa0", "pa1", "pa2", "pa3"]
+    assert await ids(label="team=a") == ["pa1", "pa3"]
+    assert await ids(label=["team=a", "n=3"]) == ["pa3"]
+    assert await ids(label=["team=a", "n=2"]) == []
+
+    seen: list[str] = []
+    cursor = None
+    pages = 0
+    while True:
+        params: dict[str, object] = {"limit": 3}
+        if cursor:
+            params["cursor"] = cursor
+        r = await api.admin.get("/v1/proxies", params=params)  # type: ignore[arg-type]
+        body = r.json()
+        seen += [i["id"] for i in body["items"]]
+        pages += 1
+        cursor = body["next_cursor"]
+        if cursor is None:
+            break
+    assert pages == 3
+    assert len(seen) == 7
+    assert len(set(seen)) == 7
+    assert "password" not in r.text
+
+
+async def test_list_refuses_bad_parameters(api: Api) -> None:
+    for params in (
+        {"limit": 0},
+        {"limit": 501},
+        {"limit": "x"},
+        {"phase": "sleepy"},
+        {"label": "x"},
+        {"label": ["a=1", "a=2"]},
+    ):
+        r = await api.admin.get("/v1/proxies", params=params)
+        assert r.status_code == 400, params
+        assert error_of(r) == "invalid_input"
+
+
+async def test_get_one_and_404(api: Api) -> None:
+    await ready_proxy(api, "pone")
+    r = await api.admin.get("/v1/proxies/pone")
+    assert r.status_code == 200
+    body = r.json()
+    assert body["phase"] == "ready"
+    assert body["host"] == "127.0.0.1"
+    assert body["leased"] is False
+    assert "s3cret-pass" not in r.text
+    r = await api.admin.get("/v1/proxies/pmissing")
+    assert r.status_code == 404
+    assert error_of(r) == "not_found"
+
+
+async def test_delete_moves_to_deleting_and_publishes(
+    api: Api, events: Recorder, intents: Recorder
+) -> None:
+    proxy = await ready_proxy(api, "pdel")
+    r = await api.admin.delete("/v1/proxies/pdel")
+    assert r.status_code == 202, r.text
+    assert r.json()["phase"] == "deleting"
+    stored = await api.registry.get("pdel")
+    assert stored is not None
+    assert stored.phase is Phase.DELETING
+    ev = await events.event("proxy.deleting", proxy_id="pdel")
+    assert ev.data == {"from": "ready", "gen": proxy.gen + 1}
+    await intents.wait_for(lambda: len(intents.messages) == 1, what="delete intent")
+    subject, data = intents.messages[0]
+    assert subject == f"proxyfleet.intents.{PROVIDER}.delete"
+    intent = intent_decoder.decode(data)
+    assert isinstance(intent, DeleteIntent)
+    assert intent.proxy_id == "pdel"
+
+    # Idempotent: deleting again answers 202 with the current state; no second transition.
+    r = await api.admin.delete("/v1/proxies/pdel")
+    assert r.status_code == 202
+    assert r.json()["gen"] == stored.gen
+    await api.registry.transition("pdel", Phase.DELETED)
+    r = await api.admin.delete("/v1/proxies/pdel")
+    assert r.status_code == 202
+    assert r.json()["phase"] == "deleted"
+    assert len(events.events("proxy.deleting")) == 1
+    assert (await api.admin.delete("/v1/proxies/pnope")).status_code == 404
+
+
+async def test_delete_of_a_leased_proxy_needs_force(
+    api: Api, events: Recorder, redis_client: aioredis.Redis
+) -> None:
+    await ready_proxy(api, "pleased")
+    lease = await api.services.backends.leases.grant(GrantRequest(ttl=60, proxy_id="pleased"))
+    before = await snapshot(redis_client)
+    r = await api.admin.delete("/v1/proxies/pleased")
+    assert r.status_code == 409
+    assert error_of(r) == "proxy_leased"
+    assert "force=true" in r.json()["message"]
+    assert await snapshot(redis_client) == before
+    r = await api.admin.delete("/v1/proxies/pleased", params={"force": "maybe"})
+    assert r.status_code == 400
+
+    r = await api.admin.delete("/v1/proxies/pleased", params={"force": "true"})
+    assert r.status_code == 202
+    assert r.json()["leased"] is False
+    revoked = await events.event("lease.revoked", proxy_id="pleased")
+    assert revoked.lease_id == lease.id
+    r = await api.client.get(f"/v1/leases/{lease.id}")
+    assert r.json()["state"] == "revoked"
+    r = await api.client.post(f"/v1/leases/{lease.id}/release", json={"epoch": lease.epoch})
+    assert r.status_code == 409
