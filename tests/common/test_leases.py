@@ -184,3 +184,17 @@ async def test_concurrent_grants_from_many_clients_never_double_grant(redis_url:
         await c.aclose()
     assert doubles == []
     assert granted >= 4
+
+
+async def test_unleased_only_transition_refuses_a_leased_proxy(
+    registry: ProxyRegistry, leases: LeaseStore, clock: ManualClock
+) -> None:
+    await make_ready(registry, make_proxy("p1", clock))
+    lease = await leases.grant(GrantRequest(ttl=60))
+    with pytest.raises(Conflict, match="leased"):
+        await registry.transition("p1", Phase.DELETING, unleased_only=True)
+    got = await leases.get(lease.id)
+    assert got is not None
+    assert got[1] == "active"
+    await leases.release(lease.id, lease.epoch)
+    await registry.transition("p1", Phase.DELETING, unleased_only=True)

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 import redis.asyncio as aioredis
 
 from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import Conflict, NotFound
+from proxyfleet.common.errors import Conflict, NotFound, StoreError
 from proxyfleet.common.lifecycle import ALLOWED
 from proxyfleet.common.models import Phase, Proxy
 from proxyfleet.common.store.codec import (
@@ -68,42 +69,83 @@ class ProxyRegistry:
         return [proxy_from_hash(r) if r else None for r in rows]
 
     async def transition(
-        self, proxy_id: str, to: Phase, *, expected_gen: int | None = None, **fields: Any
+        self,
+        proxy_id: str,
+        to: Phase,
+        *,
+        expected_gen: int | None = None,
+        unleased_only: bool = False,
+        **fields: Any,
     ) -> TransitionResult:
         """Move a proxy to `to`, if the lifecycle allows it from its current phase.
 
-        Raises NotFound, or Conflict when the generation is stale or the move not allowed.
+        Raises NotFound, or Conflict when the generation is stale, the move not allowed or
+        (with unleased_only) a lease holds the proxy; checked in the same atomic script.
         """
-        return await self._run(proxy_id, to.value, _SOURCES[to], expected_gen, fields)
+        return await self._run(
+            proxy_id, to.value, _SOURCES[to], expected_gen, fields, unleased_only=unleased_only
+        )
 
     async def update(self, proxy_id: str, *, expected_gen: int | None = None, **fields: Any) -> int:
         """Set fields without a transition (probe streaks, addresses); returns the generation."""
         return (await self._run(proxy_id, "", "", expected_gen, fields)).gen
 
-    async def _run(
-        self, proxy_id: str, to: str, allowed: str, expected: int | None, fields: dict[str, Any]
-    ) -> TransitionResult:
+    async def update_many(
+        self, updates: Sequence[tuple[str, int | None, dict[str, Any]]]
+    ) -> list[int | StoreError]:
+        """Many `update`s (proxy id, expected generation, fields) in one pipelined round trip;
+        per update its generation, or the NotFound/Conflict `update` would have raised."""
+        if not updates:
+            return []
+        async with self._redis.pipeline(transaction=False) as pipe:
+            for proxy_id, expected, fields in updates:
+                args = self._args(proxy_id, "", "", expected, fields)
+                await self._scripts.queue(pipe, "transition", *args)
+            rows = await pipe.execute()
+        out: list[int | StoreError] = []
+        for (proxy_id, _, _), res in zip(updates, rows, strict=True):
+            try:
+                out.append(_decode(proxy_id, "", res).gen)
+            except StoreError as exc:
+                out.append(exc)
+        return out
+
+    def _args(
+        self,
+        proxy_id: str,
+        to: str,
+        allowed: str,
+        expected: int | None,
+        fields: dict[str, Any],
+        unleased_only: bool = False,
+    ) -> list[Any]:
         flat: list[str] = []
         for k, v in fields.items():
             flat += [k, encode_value(v)]
-        res = await self._scripts.call(
-            "transition",
+        return [
             proxy_id,
             -1 if expected is None else expected,
             allowed,
             to,
             repr(self._clock.now()),
             self._deleted_ttl,
+            "1" if unleased_only else "0",
             *flat,
-        )
-        code = int(res[0])
-        if code == -1:
-            raise NotFound(f"proxy {proxy_id} not found")
-        if code == -2:
-            raise Conflict(f"proxy {proxy_id} changed (generation {res[1]}, phase {res[2]})")
-        if code == -3:
-            raise Conflict(f"proxy {proxy_id} is {res[2]}: cannot move to {to}")
-        return TransitionResult(gen=int(res[1]), previous=Phase(res[2]), ended_lease_id=res[3])
+        ]
+
+    async def _run(
+        self,
+        proxy_id: str,
+        to: str,
+        allowed: str,
+        expected: int | None,
+        fields: dict[str, Any],
+        *,
+        unleased_only: bool = False,
+    ) -> TransitionResult:
+        args = self._args(proxy_id, to, allowed, expected, fields, unleased_only)
+        res = await self._scripts.call("transition", *args)
+        return _decode(proxy_id, to, res)
 
     async def page(
         self,
@@ -157,6 +199,20 @@ class ProxyRegistry:
 
     async def size(self) -> int:
         return int(await self._redis.zcard(self._key("proxies")))
+
+
+def _decode(proxy_id: str, to: str, res: list[Any]) -> TransitionResult:
+    """The transition script's reply, or the NotFound/Conflict it stands for."""
+    code = int(res[0])
+    if code == -1:
+        raise NotFound(f"proxy {proxy_id} not found")
+    if code == -2:
+        raise Conflict(f"proxy {proxy_id} changed (generation {res[1]}, phase {res[2]})")
+    if code == -3:
+        raise Conflict(f"proxy {proxy_id} is {res[2]}: cannot move to {to}")
+    if code == -4:
+        raise Conflict(f"proxy {proxy_id} is leased (lease {res[3]})")
+    return TransitionResult(gen=int(res[1]), previous=Phase(res[2]), ended_lease_id=res[3])
 
 
 def _matches(

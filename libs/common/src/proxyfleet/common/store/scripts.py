@@ -7,6 +7,7 @@ from importlib import resources
 from typing import Any
 
 import redis.asyncio as aioredis
+from redis.asyncio.client import Pipeline
 from redis.commands.core import AsyncScript
 
 
@@ -29,9 +30,16 @@ class Scripts:
         self._client = client
         self._scripts: dict[str, AsyncScript] = {}
 
-    async def call(self, name: str, *args: Any) -> Any:
+    def _script(self, name: str) -> AsyncScript:
         script = self._scripts.get(name)
         if script is None:
             script = self._client.register_script(_source(name))
             self._scripts[name] = script
-        return await script(keys=[], args=[self.namespace, *args])
+        return script
+
+    async def call(self, name: str, *args: Any) -> Any:
+        return await self._script(name)(keys=[], args=[self.namespace, *args])
+
+    async def queue(self, pipe: Pipeline, name: str, *args: Any) -> None:
+        """Queue a call on a pipeline; the pipeline loads the script if Redis lacks it."""
+        await self._script(name)(keys=[], args=[self.namespace, *args], client=pipe)

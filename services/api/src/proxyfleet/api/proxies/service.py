@@ -137,11 +137,19 @@ class ProxyService:
                 "pass force=true to revoke the lease and delete it",
             )
         try:
-            res = await self._registry.transition(proxy_id, Phase.DELETING)
+            # unleased_only closes the race with a grant landing after the check above.
+            res = await self._registry.transition(proxy_id, Phase.DELETING, unleased_only=not force)
         except Conflict:
             current = await self.get(proxy_id)
             if current.phase in (Phase.DELETING, Phase.DELETED):
                 return await self._again(current)
+            if current.lease_id and not force:
+                raise ApiError(
+                    409,
+                    "proxy_leased",
+                    f"proxy {proxy_id} is leased (lease {current.lease_id}); "
+                    "pass force=true to revoke the lease and delete it",
+                ) from None
             raise
         log.info("proxy_deleting", proxy_id=proxy_id, previous=res.previous.value, force=force)
         await self._messages.event(

@@ -1,8 +1,8 @@
 -- Atomic, generation-checked transition (or field update when to == '').
 -- ARGV: ns, id, expected_gen (-1: any), allowed_from (comma list, '' = any), to, now,
---       deleted_ttl, field, value, ...
+--       deleted_ttl, unleased_only ('1': refuse while a lease holds the proxy), field, value, ...
 -- -> {1, new_gen, old_phase, ended_lease_id} | {-1} missing | {-2, gen, phase} stale gen
---    | {-3, gen, phase} not allowed from the current phase
+--    | {-3, gen, phase} not allowed from the current phase | {-4, gen, phase, lease_id} leased
 local id, expected, allowed, to, now = ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
 local deleted_ttl = tonumber(ARGV[7])
 local pkey = k('proxy', id)
@@ -13,7 +13,8 @@ if expected >= 0 and gen ~= expected then return {-2, gen, phase} end
 if allowed ~= '' and not string.find(',' .. allowed .. ',', ',' .. phase .. ',', 1, true) then
   return {-3, gen, phase}
 end
-for i = 8, #ARGV, 2 do redis.call('HSET', pkey, ARGV[i], ARGV[i + 1]) end
+if ARGV[8] == '1' and cur[4] and cur[4] ~= '' then return {-4, gen, phase, cur[4]} end
+for i = 9, #ARGV, 2 do redis.call('HSET', pkey, ARGV[i], ARGV[i + 1]) end
 if to == '' then return {1, gen, phase, ''} end
 
 local new_gen = gen + 1
