@@ -43,6 +43,17 @@ def redact(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> MutableMapp
     return event_dict
 
 
+class _CurrentStdout:
+    """Whatever sys.stdout is at each write. Cached loggers must not keep the stream that was
+    current when logging was configured: a test harness may close it afterwards."""
+
+    def write(self, text: str) -> int:
+        return sys.stdout.write(text)
+
+    def flush(self) -> None:
+        sys.stdout.flush()
+
+
 def configure_logging(service: str, level: str = "info", fmt: str = "json") -> None:
     lvl = logging.getLevelNamesMapping().get(level.upper(), logging.INFO)
     renderer: Any = (
@@ -60,7 +71,7 @@ def configure_logging(service: str, level: str = "info", fmt: str = "json") -> N
             renderer,
         ],
         wrapper_class=structlog.make_filtering_bound_logger(lvl),
-        logger_factory=structlog.PrintLoggerFactory(file=sys.stdout),
+        logger_factory=structlog.PrintLoggerFactory(file=_CurrentStdout()),  # type: ignore[arg-type]
         cache_logger_on_first_use=True,
     )
     structlog.contextvars.bind_contextvars(service=service)

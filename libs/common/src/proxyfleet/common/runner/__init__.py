@@ -1,0 +1,33 @@
+"""The generic provisioner runner: every provisioner service wires its adapter into it.
+
+- `IntentConsumer`: JetStream pull consumer shared by all replicas; explicit ack, NAK with
+  bounded exponential backoff on temporary provider errors, `in_progress` heartbeats.
+- `IntentHandler`: create/delete intents -> registry transitions, provider calls, events.
+- `Reconciler`: republishes intents of proxies stuck pending/provisioning/deleting.
+- `ResourcesResponder`: answers the GC's "which resources do you manage?" requests.
+- `run_provisioner`: the process around them (signals, /healthz /readyz /metrics).
+"""
+
+from proxyfleet.common.runner.backoff import backoff_delay
+from proxyfleet.common.runner.consumer import IntentConsumer, consumer_config
+from proxyfleet.common.runner.handlers import IntentHandler
+from proxyfleet.common.runner.reconciler import Reconciler
+from proxyfleet.common.runner.resources import ResourcesResponder
+from proxyfleet.common.runner.service import ProvisionerRunner, run_provisioner
+from proxyfleet.common.runner.settings import RunnerSettings
+from proxyfleet.common.runner.verdict import Delivery, Reply, Verdict
+
+__all__ = [
+    "Delivery",
+    "IntentConsumer",
+    "IntentHandler",
+    "ProvisionerRunner",
+    "Reconciler",
+    "Reply",
+    "ResourcesResponder",
+    "RunnerSettings",
+    "Verdict",
+    "backoff_delay",
+    "consumer_config",
+    "run_provisioner",
+]

@@ -1,0 +1,229 @@
+"""What a provisioner does with one intent: registry transitions, provider calls, events.
+
+Every handler is idempotent (intents are delivered at least once, maybe twice at once by
+two replicas): the registry's generation-checked transitions decide who moves a proxy,
+and the adapter adopts a resource that already exists.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from proxyfleet.common.clock import Clock
+from proxyfleet.common.errors import (
+    Conflict,
+    NotFound,
+    PermanentProviderError,
+    ProviderError,
+    TemporaryProviderError,
+)
+from proxyfleet.common.logging import get_logger
+from proxyfleet.common.messaging import Publisher
+from proxyfleet.common.metrics import RETRIES
+from proxyfleet.common.models import (
+    CreateIntent,
+    DeleteIntent,
+    Intent,
+    Phase,
+    Provisioned,
+    Proxy,
+    ProxySpec,
+)
+from proxyfleet.common.provider import Provider
+from proxyfleet.common.runner.backoff import redelivery_delay
+from proxyfleet.common.runner.calls import timed_call
+from proxyfleet.common.runner.settings import RunnerSettings
+from proxyfleet.common.runner.verdict import Delivery, Verdict
+from proxyfleet.common.store.registry import ProxyRegistry
+
+log = get_logger("proxyfleet.runner")
+
+RELOADS = 5
+"""Times a handler reloads a proxy that changed under it before trying again later."""
+REASON_MAX = 500
+"""Longest failure reason stored on a proxy (provider messages can be long)."""
+LIVE = frozenset({Phase.PENDING, Phase.PROVISIONING, Phase.BOOTING, Phase.READY, Phase.UNHEALTHY})
+"""Phases in which a proxy wants its resources: a delete intent for it is stale."""
+
+
+class IntentHandler:
+    def __init__(
+        self,
+        *,
+        provider: Provider,
+        registry: ProxyRegistry,
+        publisher: Publisher,
+        settings: RunnerSettings,
+        installation_id: str,
+        clock: Clock,
+    ) -> None:
+        self._provider = provider
+        self._registry = registry
+        self._publisher = publisher
+        self._settings = settings
+        self._installation_id = installation_id
+        self._clock = clock
+        self._name = settings.provider
+
+    async def handle(self, intent: Intent, delivery: Delivery) -> Verdict:
+        if isinstance(intent, CreateIntent):
+            return await self._create(intent.proxy_id, delivery)
+        return await self._delete(intent, delivery)
+
+    # ---- create ---------------------------------------------------------------------
+
+    async def _create(self, proxy_id: str, delivery: Delivery) -> Verdict:
+        for _ in range(RELOADS):
+            proxy = await self._registry.get(proxy_id)
+            if proxy is None:
+                log.info("create intent for an unknown proxy", proxy_id=proxy_id)
+                return Verdict.ack("ignored")
+            if proxy.provider != self._name:
+                log.warning("create intent for another provider's proxy", proxy_id=proxy_id)
+                return Verdict.ack("ignored")
+            if proxy.phase is Phase.PROVISIONING:
+                return await self._provision(proxy, proxy.gen, delivery)
+            if proxy.phase is not Phase.PENDING:
+                log.debug("create intent already handled", proxy_id=proxy_id, phase=proxy.phase)
+                return Verdict.ack("done")
+            try:
+                moved = await self._registry.transition(
+                    proxy_id, Phase.PROVISIONING, expected_gen=proxy.gen
+                )
+            except Conflict:
+                continue
+            await self._event("proxy.provisioning", proxy_id, moved.previous, moved.gen)
+            return await self._provision(proxy, moved.gen, delivery)
+        return Verdict.nak(self._backoff(delivery), "contended")
+
+    async def _provision(self, proxy: Proxy, gen: int, delivery: Delivery) -> Verdict:
+        spec = ProxySpec(
+            proxy_id=proxy.id,
+            installation_id=self._installation_id,
+            zone=proxy.zone,
+            username=proxy.username,
+            password=proxy.password,
+            labels=proxy.labels,
+        )
+        try:
+            done = await timed_call(self._name, "create", self._provider.create(spec))
+        except TemporaryProviderError as exc:
+            if delivery.last:
+                reason = f"gave up after {delivery.number} attempts: {exc}"
+                return await self._fail(proxy.id, gen, reason)
+            return self._retry("create", proxy.id, exc, delivery)
+        except PermanentProviderError as exc:
+            return await self._fail(proxy.id, gen, str(exc) or type(exc).__name__)
+        try:
+            moved = await self._registry.transition(
+                proxy.id,
+                Phase.BOOTING,
+                expected_gen=gen,
+                host=done.host,
+                port=done.port,
+                resource_id=done.resource_id,
+                boot_deadline=self._clock.now() + self._settings.boot_timeout,
+            )
+        except (Conflict, NotFound):
+            return await self._after_lost_race(proxy.id, done)
+        log.info("proxy booting", proxy_id=proxy.id, host=done.host, port=done.port)
+        await self._event("proxy.booting", proxy.id, moved.previous, moved.gen)
+        return Verdict.ack()
+
+    async def _after_lost_race(self, proxy_id: str, done: Provisioned) -> Verdict:
+        """The proxy changed while its resource was being made: keep the resource only if
+        the proxy still wants it."""
+        proxy = await self._registry.get(proxy_id)
+        if proxy is None or proxy.phase not in LIVE:
+            log.info("proxy no longer wants its new resource", proxy_id=proxy_id)
+            await self._cleanup(proxy_id, done.resource_id)
+            return Verdict.ack("discarded")
+        return Verdict.ack("done")
+
+    async def _fail(self, proxy_id: str, gen: int, reason: str) -> Verdict:
+        reason = reason[:REASON_MAX]
+        try:
+            moved = await self._registry.transition(
+                proxy_id, Phase.FAILED, expected_gen=gen, reason=reason
+            )
+        except (Conflict, NotFound) as exc:
+            log.info("proxy changed before it could be failed", proxy_id=proxy_id, error=str(exc))
+        else:
+            log.warning("proxy failed", proxy_id=proxy_id, reason=reason)
+            await self._event("proxy.failed", proxy_id, moved.previous, moved.gen, reason)
+        await self._cleanup(proxy_id, "")
+        return Verdict.ack("failed")
+
+    async def _cleanup(self, proxy_id: str, resource_id: str) -> None:
+        """Best effort: what is left behind is found and deleted by the GC service."""
+        try:
+            await timed_call(self._name, "delete", self._provider.delete(proxy_id, resource_id))
+        except ProviderError as exc:
+            log.warning("cleanup failed; GC will retry", proxy_id=proxy_id, error=str(exc))
+
+    # ---- delete ---------------------------------------------------------------------
+
+    async def _delete(self, intent: DeleteIntent, delivery: Delivery) -> Verdict:
+        proxy = await self._registry.get(intent.proxy_id)
+        if proxy is not None and proxy.phase in LIVE:
+            log.warning("stale delete intent for a live proxy ignored", proxy_id=proxy.id)
+            return Verdict.ack("ignored")
+        resource_id = intent.resource_id or (proxy.resource_id if proxy else "")
+        try:
+            await timed_call(
+                self._name, "delete", self._provider.delete(intent.proxy_id, resource_id)
+            )
+        except TemporaryProviderError as exc:
+            if delivery.last:
+                log.error(  # noqa: TRY400  (a provider's message, no traceback to show)
+                    "delete gave up; the reconciler will try again", error=str(exc)
+                )
+                return Verdict.ack("gave_up")
+            return self._retry("delete", intent.proxy_id, exc, delivery)
+        except PermanentProviderError as exc:
+            log.error("delete failed", proxy_id=intent.proxy_id, error=str(exc))  # noqa: TRY400
+            return Verdict.ack("failed")
+        if proxy is not None and proxy.phase is Phase.DELETING:
+            await self._mark_deleted(intent.proxy_id)
+        return Verdict.ack()
+
+    async def _mark_deleted(self, proxy_id: str) -> None:
+        for _ in range(RELOADS):
+            proxy = await self._registry.get(proxy_id)
+            if proxy is None or proxy.phase is not Phase.DELETING:
+                return
+            try:
+                moved = await self._registry.transition(
+                    proxy_id, Phase.DELETED, expected_gen=proxy.gen
+                )
+            except Conflict:
+                continue
+            log.info("proxy deleted", proxy_id=proxy_id)
+            await self._event("proxy.deleted", proxy_id, moved.previous, moved.gen)
+            return
+
+    # ---- helpers --------------------------------------------------------------------
+
+    def _retry(self, op: str, proxy_id: str, exc: Exception, delivery: Delivery) -> Verdict:
+        delay = self._backoff(delivery)
+        RETRIES.labels(op=f"provider.{op}").inc()
+        log.warning(
+            "temporary provider error; retrying",
+            op=op,
+            proxy_id=proxy_id,
+            error=str(exc),
+            attempt=delivery.number,
+            retry_in=round(delay, 3),
+        )
+        return Verdict.nak(delay)
+
+    def _backoff(self, delivery: Delivery) -> float:
+        return redelivery_delay(self._settings, delivery.number)
+
+    async def _event(
+        self, event_type: str, proxy_id: str, previous: Phase, gen: int, reason: str = ""
+    ) -> None:
+        data: dict[str, Any] = {"from": previous.value, "gen": gen}
+        if reason:
+            data["reason"] = reason
+        await self._publisher.event(event_type, proxy_id, provider=self._name, **data)

@@ -1,0 +1,61 @@
+"""Tuning of the provisioner runner. Defaults suit production; tests shrink the times."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerSettings:
+    provider: str
+    """Name of the provider instance this runner serves (intents proxyfleet.intents.<name>.*)."""
+    boot_timeout: float = 120.0
+    """Seconds a booting proxy has to become healthy (from the providers config); the
+    runner stamps `boot_deadline = now + boot_timeout` when the resource is created."""
+    ack_wait: float = 30.0
+    """Seconds JetStream waits for an ack before redelivering an intent to another replica
+    (a crashed replica's work is picked up after this)."""
+    heartbeat_interval: float = 10.0
+    """Seconds between `in_progress` acks while an intent is handled (at most a third of
+    ack_wait, whatever is set here)."""
+    max_deliver: int = 8
+    """Deliveries of one intent at most. A temporary error on the last one is treated as
+    permanent: the proxy fails instead of being retried forever."""
+    backoff_initial: float = 1.0
+    """Delay before the redelivery that follows the first temporary error (seconds)."""
+    backoff_max: float = 30.0
+    """Longest delay between two deliveries of one intent (seconds)."""
+    backoff_jitter: float = 0.1
+    """Random extra share of each delay (0.1: up to +10 %), so retries spread out."""
+    concurrency: int = 8
+    """Intents one replica handles at once."""
+    fetch_timeout: float = 1.0
+    """Seconds one pull request waits for intents; also bounds how fast a stop is noticed."""
+    reconcile_interval: float = 10.0
+    """Seconds between two passes of the reconciler over this provider's proxies."""
+    stale_after: float = 120.0
+    """A pending, provisioning or deleting proxy not updated for this long gets its intent
+    published again (a lost message delays work, never loses it). Keep it above the
+    total backoff so normal retries are not duplicated."""
+    shutdown_grace: float = 10.0
+    """Seconds in-flight intents get to finish at stop; the rest are NAKed for redelivery."""
+    metrics_host: str = "0.0.0.0"
+    """Address of the /healthz, /readyz and /metrics server."""
+    metrics_port: int = 0
+    """Port of the /healthz, /readyz and /metrics server (0: no server)."""
+
+    def __post_init__(self) -> None:
+        positive = {
+            "ack_wait": self.ack_wait,
+            "heartbeat_interval": self.heartbeat_interval,
+            "backoff_initial": self.backoff_initial,
+            "fetch_timeout": self.fetch_timeout,
+            "reconcile_interval": self.reconcile_interval,
+        }
+        for name, value in positive.items():
+            if value <= 0:
+                raise ValueError(f"{name}: expected a positive number of seconds, got {value}")
+        if self.max_deliver < 1 or self.concurrency < 1:
+            raise ValueError("max_deliver and concurrency: expected at least 1")
+        if self.backoff_max < self.backoff_initial:
+            raise ValueError("backoff_max: expected at least backoff_initial")

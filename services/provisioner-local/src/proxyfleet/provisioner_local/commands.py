@@ -1,0 +1,100 @@
+"""How each engine is started for one proxy: config text, command lines, and which
+argument identifies the engine process in /proc. Pure: no I/O."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import msgspec
+
+from proxyfleet.common.squid import SquidOptions, render_squid_conf
+from proxyfleet.provisioner_local.layout import ProxyFolder
+from proxyfleet.provisioner_local.marker import Engine
+
+LAUNCHER_MODULE = "proxyfleet.provisioner_local.proxypy_launcher"
+
+
+class ProxyPyArgs(msgspec.Struct, kw_only=True, frozen=True):
+    """What the proxy.py launcher reads from its 0600 file (keeps the password off argv)."""
+
+    argv: list[str]
+    basic_auth: str
+
+
+def squid_conf(folder: ProxyFolder, bind_host: str, port: int, connect_ports: list[int]) -> str:
+    """The shared Squid config, without the destination rules: a local proxy and the dev
+    target it is probed against share 127.0.0.1."""
+    return render_squid_conf(
+        SquidOptions(
+            http_port=port,
+            htpasswd_path=str(folder.htpasswd),
+            bind_address=bind_host,
+            pid_file=str(folder.squid_pid),
+            cache_log=str(folder.cache_log),
+            access_log="none",
+            connect_ports=connect_ports,
+            deny_local_destinations=False,
+            deny_private_destinations=False,
+        )
+    )
+
+
+def squid_argv(squid_binary: str, folder: ProxyFolder) -> list[str]:
+    """Squid in the foreground (-N), its config in the folder, a service name of its own."""
+    return [squid_binary, "-N", "-f", str(folder.squid_conf), "-n", folder.squid_service_name]
+
+
+def proxypy_args(
+    folder: ProxyFolder, bind_host: str, port: int, username: str, password: str
+) -> ProxyPyArgs:
+    return ProxyPyArgs(
+        argv=[
+            "--hostname",
+            bind_host,
+            "--port",
+            str(port),
+            "--num-workers",
+            "1",
+            "--num-acceptors",
+            "1",
+            "--data-dir",
+            str(folder.proxypy_data),
+            "--pid-file",
+            str(folder.path / "proxypy.pid"),
+        ],
+        basic_auth=f"{username}:{password}",
+    )
+
+
+def proxypy_argv(python: str, folder: ProxyFolder) -> list[str]:
+    return [python, "-m", LAUNCHER_MODULE, str(folder.proxypy_args)]
+
+
+def engine_signatures(folder: ProxyFolder) -> frozenset[str]:
+    """An argv element only this proxy's engine process has (its helpers do not)."""
+    return frozenset({str(folder.squid_conf), str(folder.proxypy_args)})
+
+
+def resolve_engine(
+    setting: str, squid_binary: str | None, squid_blocked_at: Path | None
+) -> tuple[Engine, str]:
+    """The engine to run and why. `squid_blocked_at` is a folder the `proxy` user (Squid
+    drops to it when started as root) cannot traverse to reach the state dir.
+
+    Raises ValueError when `setting` asks for Squid and Squid cannot work.
+    """
+    if setting == "proxy.py":
+        return "proxy.py", "configured"
+    if squid_binary is None:
+        if setting == "squid":
+            raise ValueError("engine squid: squid is not installed (no squid on PATH)")
+        return "proxy.py", "squid is not installed"
+    if squid_blocked_at is not None:
+        why = (
+            f"squid runs as user proxy, which cannot traverse {squid_blocked_at}"
+            " (make it and its parents o+x, or choose another state_dir)"
+        )
+        if setting == "squid":
+            raise ValueError(f"engine squid: {why}")
+        return "proxy.py", why
+    return "squid", "configured" if setting == "squid" else "squid is installed"

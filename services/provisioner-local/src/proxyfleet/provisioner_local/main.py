@@ -1,0 +1,110 @@
+"""proxyfleet-provisioner-local: the shared provisioner runner with the local adapter."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from proxyfleet.common.cli import (
+    InstallationId,
+    LogFormat,
+    LogLevel,
+    Namespace,
+    NatsUrl,
+    ProvidersConfig,
+    RedisUrl,
+    common_settings,
+)
+from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.logging import configure_logging
+from proxyfleet.common.providers_config import (
+    LocalSettings,
+    ProviderConfig,
+    load_providers_config,
+)
+from proxyfleet.common.runner import RunnerSettings, run_provisioner
+from proxyfleet.common.settings import CommonSettings
+from proxyfleet.provisioner_local.adapter import LocalProvider, local_options
+
+SERVICE = "provisioner-local"
+_D = CommonSettings()
+_R = RunnerSettings(provider="")
+
+app = typer.Typer(add_completion=False, help=__doc__)
+
+
+@app.command()
+def serve(
+    provider: Annotated[
+        str,
+        typer.Option(envvar="PROXYFLEET_PROVIDER", help="Provider instance (type local) to serve."),
+    ],
+    metrics_port: Annotated[
+        int,
+        typer.Option(envvar="PROXYFLEET_METRICS_PORT", help="/healthz /readyz /metrics (0: off)."),
+    ] = 0,
+    reconcile_interval: Annotated[
+        float,
+        typer.Option(envvar="PROXYFLEET_RECONCILE_INTERVAL", help="Seconds between reconciles."),
+    ] = _R.reconcile_interval,
+    stale_after: Annotated[
+        float,
+        typer.Option(
+            envvar="PROXYFLEET_STALE_AFTER", help="Republish intents of proxies stuck this long."
+        ),
+    ] = _R.stale_after,
+    ack_wait: Annotated[
+        float,
+        typer.Option(
+            envvar="PROXYFLEET_ACK_WAIT", help="Seconds before an unacked intent is redelivered."
+        ),
+    ] = _R.ack_wait,
+    concurrency: Annotated[
+        int, typer.Option(envvar="PROXYFLEET_CONCURRENCY", help="Intents handled at once.")
+    ] = _R.concurrency,
+    nats_url: NatsUrl = _D.nats_url,
+    redis_url: RedisUrl = _D.redis_url,
+    installation_id: InstallationId = _D.installation_id,
+    namespace: Namespace = _D.namespace,
+    providers_config: ProvidersConfig = _D.providers_config,
+    log_level: LogLevel = _D.log_level,
+    log_format: LogFormat = _D.log_format,
+) -> None:
+    """Create and delete this provider's proxies as local processes."""
+    common = common_settings(
+        nats_url, redis_url, installation_id, namespace, providers_config, log_level, log_format
+    )
+    configure_logging(SERVICE, common.log_level, common.log_format)
+    try:
+        config, local = _local_provider(common.providers_config, provider)
+        settings = RunnerSettings(
+            provider=provider,
+            boot_timeout=config.boot_timeout,
+            ack_wait=ack_wait,
+            concurrency=concurrency,
+            reconcile_interval=reconcile_interval,
+            stale_after=stale_after,
+            metrics_port=metrics_port,
+        )
+        adapter = LocalProvider(local_options(local, common.installation_id))
+    except (ConfigError, ValueError) as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+    raise typer.Exit(run_provisioner(common, settings, lambda: adapter))
+
+
+def _local_provider(path: str, name: str) -> tuple[ProviderConfig, LocalSettings]:
+    config = load_providers_config(path)
+    try:
+        found = config.get(name)
+    except KeyError:
+        names = ", ".join(p.name for p in config.providers)
+        raise ConfigError(f"{path}: no provider named {name!r} (found: {names})") from None
+    if found.type != "local" or found.local is None:
+        raise ConfigError(f"{path}: provider {name!r} is of type {found.type!r}, not 'local'")
+    return found, found.local
+
+
+def main() -> None:
+    app()
