@@ -82,7 +82,8 @@ def banner(stack: Stack, base_dir: Path) -> str:
    # lease one and fetch a page through it
    LEASE=$(curl -s -X POST $PF/v1/leases -H "Authorization: Bearer $CLIENT" \\
         -H 'content-type: application/json' -d '{{"ttl": 120, "holder": "me"}}'); echo $LEASE
-   PROXY=$(echo "$LEASE" | python3 -c 'import json,sys; print(json.load(sys.stdin)["proxy_url"])')
+   PROXY=$(echo "$LEASE" | python3 -c 'import json,sys; print(json.load(sys.stdin)["proxy"]["url"])'
+        )
    curl -s --proxy "$PROXY" --cacert {ca} {stack.target_url}
 
  Ctrl-C stops everything.

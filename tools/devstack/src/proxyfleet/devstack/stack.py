@@ -50,6 +50,8 @@ class StackOptions:
     installation_id: str = "dev"
     echo: Printer | None = print
     """Where prefixed service output goes (None: only to the log files)."""
+    extra_args: dict[str, list[str]] = field(default_factory=dict)
+    """More command-line flags per service name (api, provisioner, health, gc)."""
 
 
 @dataclass
@@ -63,6 +65,8 @@ class Stack:
     target_url: str = ""
     ca_file: str = ""
     providers_config: str = ""
+    commands: dict[str, list[str]] = field(default_factory=dict)
+    """Command line of each service, as started (a test may restart one with it)."""
     processes: dict[str, subprocess.Popen[bytes]] = field(default_factory=dict)
     servers: list[Server] = field(default_factory=list)
     _threads: list[threading.Thread] = field(default_factory=list)
@@ -76,7 +80,8 @@ class Stack:
         self._start_target(base)
         self._write_providers_config(base)
         self._load_tokens(base)
-        for name, args in self._service_commands().items():
+        self.commands = self._service_commands()
+        for name, args in self.commands.items():
             self.start_service(name, args)
         self.wait_ready()
 
@@ -143,7 +148,7 @@ class Stack:
         self.admin_token, self.client_token = data["admin"], data["client"]
 
     def _service_commands(self) -> dict[str, list[str]]:
-        port = self.opts.api_port
+        port = self.opts.api_port or free_port()
         try:
             wait_tcp("127.0.0.1", port, timeout=0.05)
             port = free_port()  # taken: pick another and say so in the banner
@@ -151,7 +156,7 @@ class Stack:
             pass
         self.api_url = f"http://127.0.0.1:{port}"
         o = self.opts
-        return {
+        commands = {
             "api": [_bin("proxyfleet-api"), "--port", str(port), "--cooldown", str(o.cooldown)],
             "provisioner": [
                 _bin("proxyfleet-provisioner-local"),
@@ -168,6 +173,8 @@ class Stack:
                 self.ca_file,
                 "--interval",
                 str(o.health_interval),
+                "--timeout",
+                str(min(3.0, o.health_interval * 0.8)),
                 "--metrics-port",
                 str(free_port()),
             ],
@@ -181,6 +188,9 @@ class Stack:
                 str(free_port()),
             ],
         }
+        for name, args in o.extra_args.items():
+            commands[name] = commands[name] + args
+        return commands
 
     def service_env(self) -> dict[str, str]:
         env = dict(os.environ)
