@@ -64,6 +64,8 @@ def configure_logging(service: str, level: str = "info", fmt: str = "json") -> N
     structlog.configure(
         processors=[
             structlog.contextvars.merge_contextvars,
+            # A processor, not a contextvar: threads (run_in_executor) see it too.
+            _add_service(service),
             structlog.processors.add_log_level,
             structlog.processors.TimeStamper(fmt="iso", utc=True),
             structlog.processors.format_exc_info,
@@ -74,8 +76,15 @@ def configure_logging(service: str, level: str = "info", fmt: str = "json") -> N
         logger_factory=structlog.PrintLoggerFactory(file=_CurrentStdout()),  # type: ignore[arg-type]
         cache_logger_on_first_use=True,
     )
-    structlog.contextvars.bind_contextvars(service=service)
     logging.basicConfig(level=max(lvl, logging.WARNING), stream=sys.stdout)
+
+
+def _add_service(service: str) -> Any:
+    def add(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+        event_dict.setdefault("service", service)
+        return event_dict
+
+    return add
 
 
 def get_logger(name: str) -> Any:

@@ -107,7 +107,7 @@ class LocalProxies:
                 self._children.pop(pid, None)
             if folder.path.exists():
                 shutil.rmtree(folder.path)
-                log.info("proxy deleted", proxy_id=proxy_id)
+                log.info("proxy process stopped", proxy_id=proxy_id)
             lock.unlink(missing_ok=True)  # while holding it: see file_lock
 
     def list_managed(self) -> list[ManagedResource]:
