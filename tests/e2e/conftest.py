@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from proxyfleet.devstack.stack import Stack, StackOptions
+from proxyfleet.devstack.stack import Stack, StackOptions, stop_local_proxies
 
 
 @pytest.fixture(scope="module")
@@ -43,6 +43,8 @@ def stack(
         yield s
     finally:
         s.stop()
+        # Redis was not the stack's own, so stop() leaves proxies for adoption: not here.
+        stop_local_proxies(base / "local-proxies")
         _print_logs_on_failure(base)
         shutil.rmtree(base, ignore_errors=True)
 

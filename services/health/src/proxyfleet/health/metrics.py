@@ -1,0 +1,51 @@
+"""The health service's Prometheus metrics."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+from proxyfleet.common.metrics import LATENCY_BUCKETS
+from proxyfleet.common.models import Phase
+from proxyfleet.health.probe import FailureKind
+from proxyfleet.health.prober import ERROR, OK
+
+PROBE_SECONDS = Histogram(
+    "proxyfleet_probe_seconds",
+    "Duration of one probe (CONNECT through the proxy and a request to the target), by result.",
+    ["result"],
+    buckets=LATENCY_BUCKETS,
+)
+PROBES = Counter(
+    "proxyfleet_probes_total",
+    "Probes made, by result: ok, or why they failed (auth = 407, timeout, unreachable, ...).",
+    ["result"],
+)
+TRANSITIONS = Counter(
+    "proxyfleet_health_transitions_total",
+    "Phase changes the health service made, by new phase.",
+    ["phase"],
+)
+PROXIES = Gauge(
+    "proxyfleet_proxies",
+    "Proxies in the registry, by provider and phase.",
+    ["provider", "phase"],
+)
+PROBE_BACKLOG = Gauge(
+    "proxyfleet_probe_backlog",
+    "Proxies whose probe is due now and not yet claimed by any health replica.",
+)
+PROBES_IN_FLIGHT = Gauge(
+    "proxyfleet_probes_in_flight",
+    "Probes claimed by this process and not yet recorded.",
+)
+
+RESULTS: tuple[str, ...] = (OK, *(k.value for k in FailureKind), ERROR)
+
+# Label children resolved once: the hot path does no label lookups.
+PROBE_SECONDS_BY_RESULT = {r: PROBE_SECONDS.labels(result=r) for r in RESULTS}
+PROBES_BY_RESULT = {r: PROBES.labels(result=r) for r in RESULTS}
+
+
+def set_phase_counts(provider: str, counts: dict[Phase, int]) -> None:
+    for phase, n in counts.items():
+        PROXIES.labels(provider=provider, phase=phase.value).set(n)

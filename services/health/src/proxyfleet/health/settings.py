@@ -1,0 +1,79 @@
+"""The health service's settings: built once in main() from flags/env and passed down."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.lifecycle import Hysteresis
+from proxyfleet.common.settings import CommonSettings
+from proxyfleet.health.probe import Target, parse_target
+
+
+@dataclass(frozen=True, slots=True)
+class HealthSettings:
+    common: CommonSettings = field(default_factory=CommonSettings)
+    """Settings every service shares (NATS, Redis, namespace, providers config, logging)."""
+    target: str = "https://www.example.com/"
+    """URL fetched through each proxy's tunnel; the dev stack passes its local HTTPS target.
+    A JSON answer `{"ip": ...}` records the proxy's egress IP
+    (env PROXYFLEET_HEALTH_TARGET)."""
+    ca_file: str = ""
+    """PEM bundle that verifies the target's certificate; empty: the system CAs
+    (env PROXYFLEET_HEALTH_CA_FILE)."""
+    interval: float = 5.0
+    """Seconds between two probes of one proxy, shared by every replica
+    (env PROXYFLEET_HEALTH_INTERVAL)."""
+    timeout: float = 3.0
+    """Seconds one probe may take, connect to target answer. Must be shorter than the
+    interval, so a proxy is never probed twice at once (env PROXYFLEET_HEALTH_TIMEOUT)."""
+    concurrency: int = 256
+    """Probes in flight at once in this process (env PROXYFLEET_HEALTH_CONCURRENCY)."""
+    claim_batch: int = 256
+    """Most proxies claimed by one claim script call (env PROXYFLEET_HEALTH_CLAIM_BATCH)."""
+    tick: float = 0.2
+    """Seconds between two claims when no probe is due (env PROXYFLEET_HEALTH_TICK)."""
+    writers: int = 4
+    """Tasks writing probe results to Redis, each a batch at a time (one pipelined round
+    trip); bounds this process's Redis connections (env PROXYFLEET_HEALTH_WRITERS)."""
+    stats_interval: float = 5.0
+    """Seconds between two refreshes of the proxies-by-phase and backlog gauges
+    (env PROXYFLEET_HEALTH_STATS_INTERVAL)."""
+    metrics_host: str = "0.0.0.0"
+    """Address of the /healthz, /readyz and /metrics server (env PROXYFLEET_METRICS_HOST)."""
+    metrics_port: int = 9102
+    """Port of the /healthz, /readyz and /metrics server; 0: off (env PROXYFLEET_METRICS_PORT)."""
+    unhealthy_after: int = 3
+    """Consecutive failed probes that turn a ready proxy unhealthy
+    (env PROXYFLEET_HEALTH_UNHEALTHY_AFTER)."""
+    ready_after: int = 2
+    """Consecutive good probes that turn an unhealthy proxy ready again
+    (env PROXYFLEET_HEALTH_READY_AFTER)."""
+
+    def __post_init__(self) -> None:
+        self.parsed_target()
+        checks: list[tuple[bool, str, float, str]] = [
+            (self.interval > 0, "--interval", self.interval, "seconds > 0"),
+            (0 < self.timeout < self.interval, "--timeout", self.timeout, "0 < s < --interval"),
+            (self.concurrency >= 1, "--concurrency", self.concurrency, "an integer >= 1"),
+            (self.claim_batch >= 1, "--claim-batch", self.claim_batch, "an integer >= 1"),
+            (self.tick > 0, "--tick", self.tick, "seconds > 0"),
+            (self.writers >= 1, "--writers", self.writers, "an integer >= 1"),
+            (self.stats_interval > 0, "--stats-interval", self.stats_interval, "seconds > 0"),
+            (0 <= self.metrics_port <= 65535, "--metrics-port", self.metrics_port, "a port"),
+            (self.unhealthy_after >= 1, "--unhealthy-after", self.unhealthy_after, ">= 1"),
+            (self.ready_after >= 1, "--ready-after", self.ready_after, ">= 1"),
+        ]
+        for ok, flag, value, expected in checks:
+            if not ok:
+                raise ConfigError(f"{flag}: expected {expected}, got {value:g}")
+
+    def parsed_target(self) -> Target:
+        try:
+            return parse_target(self.target)
+        except ValueError as exc:
+            raise ConfigError(f"--target: {exc}") from None
+
+    @property
+    def hysteresis(self) -> Hysteresis:
+        return Hysteresis(unhealthy_after=self.unhealthy_after, ready_after=self.ready_after)

@@ -1,0 +1,293 @@
+"""The probe loop: claim due proxies, probe them concurrently, record and announce results.
+
+Three stages, joined by in-memory queues, so a slow probe never holds up the others:
+
+  claim (1 task)  -- `registry.claim_probes`: atomic, each proxy once per interval across
+                     replicas; claims only as many proxies as there are free probe slots.
+  probe (N tasks) -- a fixed pool of `concurrency` tasks, each running one probe at a time.
+  write (K tasks) -- `writers` tasks, each taking every result waiting (up to claim_batch):
+                     publish each ProbeResult on core NATS (no flush), apply the hysteresis
+                     (`decide_after_probe`), write the streaks of all the proxies staying in
+                     their phase in one pipelined round trip (`registry.update_many`), and
+                     make each transition and publish its event (and a delete intent on
+                     FAILED) one by one.
+
+A proxy claimed again while its previous probe is still in this process is skipped: its
+streaks must be read after the previous result is written. Across replicas the same holds
+because a probe's timeout is shorter than the interval (checked in HealthSettings).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections import Counter
+from collections.abc import Sequence
+from typing import Any
+
+import msgspec
+import nats.errors
+import stamina
+from nats.aio.client import Client as NatsClient
+
+from proxyfleet.common import subjects
+from proxyfleet.common.clock import Clock
+from proxyfleet.common.errors import Conflict, NotFound
+from proxyfleet.common.lifecycle import ProbeDecision, decide_after_probe
+from proxyfleet.common.logging import get_logger
+from proxyfleet.common.messaging import Publisher
+from proxyfleet.common.models import Phase, ProbeResult, Proxy
+from proxyfleet.common.store import ProxyRegistry, TransitionResult
+from proxyfleet.health import metrics
+from proxyfleet.health.prober import ERROR, Outcome, Prober
+from proxyfleet.health.settings import HealthSettings
+
+log = get_logger("proxyfleet.health.worker")
+
+_encode = msgspec.json.Encoder().encode
+_REASON_PHASES = frozenset({Phase.FAILED, Phase.UNHEALTHY})
+
+
+class HealthWorker:
+    """Shares the probe work of the whole fleet with every other replica."""
+
+    def __init__(
+        self,
+        settings: HealthSettings,
+        *,
+        registry: ProxyRegistry,
+        publisher: Publisher,
+        nc: NatsClient,
+        prober: Prober,
+        clock: Clock,
+        providers: Sequence[str] = (),
+    ) -> None:
+        self._settings = settings
+        self._registry = registry
+        self._publisher = publisher
+        self._nc = nc
+        self._prober = prober
+        self._clock = clock
+        self._providers = tuple(providers)
+        self._rules = settings.hysteresis
+        self._todo: asyncio.Queue[Proxy] = asyncio.Queue()
+        self._done: asyncio.Queue[tuple[Proxy, Outcome]] = asyncio.Queue()
+        self._in_flight: set[str] = set()
+        self._room = asyncio.Event()
+        self._claim_ok = False
+        self.probes_done = 0
+        """Probes this process has recorded (tests and benchmarks read it)."""
+
+    @property
+    def ready(self) -> bool:
+        """The last claim reached Redis (readiness also wants NATS; see main)."""
+        return self._claim_ok
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Probe until `stop` is set, then let the probes in flight finish and be recorded."""
+        tasks = [
+            *(asyncio.create_task(self._probe_loop()) for _ in range(self._settings.concurrency)),
+            *(asyncio.create_task(self._write_loop()) for _ in range(self._settings.writers)),
+            asyncio.create_task(self._stats_loop(stop)),
+        ]
+        try:
+            await self._claim_loop(stop)
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(self._settings.timeout + 2.0):
+                    await self._todo.join()
+                    await self._done.join()
+        finally:
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    # ---- claim --------------------------------------------------------------------------
+
+    async def _claim_loop(self, stop: asyncio.Event) -> None:
+        s = self._settings
+        while not stop.is_set():
+            room = s.concurrency - len(self._in_flight)
+            if room <= 0:
+                self._room.clear()
+                await _wait(self._room, s.tick)
+                continue
+            want = min(room, s.claim_batch)
+            try:
+                proxies = await self._registry.claim_probes(s.interval, want)
+            except Exception as exc:  # Redis down or failing: keep trying, stay alive.
+                if self._claim_ok:
+                    log.warning("claim_failed", error=str(exc) or type(exc).__name__)
+                self._claim_ok = False
+                await _wait(stop, min(1.0, s.interval))
+                continue
+            self._claim_ok = True
+            for proxy in proxies:
+                if proxy.id in self._in_flight:
+                    continue
+                self._in_flight.add(proxy.id)
+                self._todo.put_nowait(proxy)
+            if len(proxies) < want:
+                await _wait(stop, s.tick)
+
+    # ---- probe --------------------------------------------------------------------------
+
+    async def _probe_loop(self) -> None:
+        while True:
+            proxy = await self._todo.get()
+            try:
+                outcome = await self._prober.probe(proxy)
+            except Exception as exc:  # a bug in the prober must not stop the pool
+                log.exception("probe_crashed", proxy_id=proxy.id)
+                outcome = Outcome(
+                    ProbeResult(
+                        proxy_id=proxy.id,
+                        time=self._clock.now(),
+                        ok=False,
+                        latency_ms=0.0,
+                        error=f"probe error: {type(exc).__name__}",
+                    ),
+                    ERROR,
+                )
+            self._done.put_nowait((proxy, outcome))
+            self._todo.task_done()
+
+    # ---- record -------------------------------------------------------------------------
+
+    async def _write_loop(self) -> None:
+        batch_max = self._settings.claim_batch
+        while True:
+            batch = [await self._done.get()]
+            while len(batch) < batch_max and not self._done.empty():
+                batch.append(self._done.get_nowait())
+            try:
+                await self.record_many(batch)
+            except Exception:  # Redis failing: these proxies are probed again next interval
+                log.exception("record_failed", probes=len(batch))
+            finally:
+                for proxy, _ in batch:
+                    self._in_flight.discard(proxy.id)
+                    self._done.task_done()
+                self.probes_done += len(batch)
+                self._room.set()
+
+    async def record(self, proxy: Proxy, outcome: Outcome) -> None:
+        """Publish one probe's result, then write its streaks or make its transition."""
+        await self.record_many([(proxy, outcome)])
+
+    async def record_many(self, batch: Sequence[tuple[Proxy, Outcome]]) -> None:
+        """Publish every result on core NATS; write the streaks of the proxies that stay in
+        their phase in one pipelined round trip; then make and announce each transition."""
+        now = self._clock.now()
+        kinds: Counter[str] = Counter()
+        updates: list[tuple[str, int | None, dict[str, Any]]] = []
+        moves: list[tuple[Proxy, Phase, ProbeDecision, dict[str, Any]]] = []
+        for proxy, outcome in batch:
+            result = outcome.result
+            kinds[outcome.kind] += 1
+            metrics.PROBE_SECONDS_BY_RESULT[outcome.kind].observe(result.latency_ms / 1000)
+            with contextlib.suppress(nats.errors.Error):  # not persisted: dropped if NATS is away
+                await self._nc.publish(subjects.probe_subject(proxy.id), _encode(result))
+            decision = decide_after_probe(
+                proxy.phase,
+                result.ok,
+                proxy.ok_streak,
+                proxy.fail_streak,
+                now=now,
+                boot_deadline=proxy.boot_deadline,
+                error=result.error,
+                rules=self._rules,
+            )
+            fields = _probe_fields(decision, result)
+            if decision.next_phase is None:
+                updates.append((proxy.id, proxy.gen, fields))
+            else:
+                moves.append((proxy, decision.next_phase, decision, fields))
+        for kind, n in kinds.items():
+            metrics.PROBES_BY_RESULT[kind].inc(n)
+        # Conflict/NotFound per update: moved or removed since the claim; whoever did it
+        # owns the proxy now, so those results are dropped.
+        await self._registry.update_many(updates)
+        for proxy, phase, decision, fields in moves:
+            try:
+                await self._transition(proxy, phase, decision, fields)
+            except Exception:  # one failed announcement must not drop the others
+                log.exception("transition_failed", proxy_id=proxy.id)
+
+    async def _transition(
+        self, proxy: Proxy, phase: Phase, decision: ProbeDecision, fields: dict[str, Any]
+    ) -> None:
+        fields["reason"] = decision.reason if phase in _REASON_PHASES else ""
+        try:
+            moved = await self._registry.transition(
+                proxy.id, phase, expected_gen=proxy.gen, **fields
+            )
+        except (Conflict, NotFound):
+            return  # moved or removed since the claim: whoever did it owns the proxy now
+        await self._announce(proxy, phase, decision, moved)
+
+    async def _announce(
+        self, proxy: Proxy, phase: Phase, decision: ProbeDecision, moved: TransitionResult
+    ) -> None:
+        metrics.TRANSITIONS.labels(phase=phase.value).inc()
+        log.info(
+            "proxy_transition",
+            proxy_id=proxy.id,
+            provider=proxy.provider,
+            previous=moved.previous.value,
+            phase=phase.value,
+            gen=moved.gen,
+            **({"reason": decision.reason} if decision.reason else {}),
+        )
+        data: dict[str, str | int | float | bool] = {"from": moved.previous.value, "gen": moved.gen}
+        if phase in _REASON_PHASES:
+            data["reason"] = decision.reason
+        await self._publish_event(f"proxy.{phase.value}", proxy, data)
+        if phase is Phase.FAILED:
+            await self._publish_delete(proxy, decision.reason, moved.gen)
+
+    @stamina.retry(on=nats.errors.Error, attempts=5, timeout=30.0)
+    async def _publish_event(self, event_type: str, proxy: Proxy, data: dict[str, Any]) -> None:
+        await self._publisher.event(event_type, proxy.id, provider=proxy.provider, **data)
+
+    @stamina.retry(on=nats.errors.Error, attempts=5, timeout=30.0)
+    async def _publish_delete(self, proxy: Proxy, reason: str, gen: int) -> None:
+        await self._publisher.delete(
+            proxy.provider, proxy.id, reason=reason, dedupe_key=f"{proxy.id}:delete:{gen}"
+        )
+
+    # ---- gauges -------------------------------------------------------------------------
+
+    async def _stats_loop(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            metrics.PROBES_IN_FLIGHT.set(len(self._in_flight))
+            try:
+                for provider in self._providers:
+                    counts = await self._registry.count_by_phase(provider)
+                    metrics.set_phase_counts(provider, counts)
+                metrics.PROBE_BACKLOG.set(await self._registry.probe_backlog())
+            except Exception as exc:  # Redis away: the claim loop reports it
+                log.debug("stats_failed", error=str(exc) or type(exc).__name__)
+            await _wait(stop, self._settings.stats_interval)
+
+
+def _probe_fields(decision: ProbeDecision, result: ProbeResult) -> dict[str, Any]:
+    """What a probe writes on its proxy: streaks, time, error; latency and egress IP when
+    it succeeded (a failure keeps the last known ones)."""
+    fields: dict[str, Any] = {
+        "ok_streak": decision.ok_streak,
+        "fail_streak": decision.fail_streak,
+        "last_probe_at": result.time,
+        "last_probe_error": result.error,
+    }
+    if result.ok:
+        fields["latency_ms"] = result.latency_ms
+        if result.egress_ip:
+            fields["egress_ip"] = result.egress_ip
+    return fields
+
+
+async def _wait(event: asyncio.Event, seconds: float) -> None:
+    """Wait until `event` is set or `seconds` pass, whichever comes first."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await event.wait()

@@ -1,0 +1,246 @@
+"""The probe loop end to end: real Redis, real NATS, real Squid, the dev HTTPS target."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import time
+from collections import defaultdict
+
+from msgspec.structs import replace
+from tests.health.conftest import (
+    PROVIDER,
+    Collector,
+    MakeProxy,
+    ProxyProcess,
+    RunWorker,
+    events_of,
+)
+
+from proxyfleet.common.models import Phase, ProbeResult
+from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.devstack.servers import free_port
+from proxyfleet.health.metrics import PROBE_BACKLOG, PROXIES
+from proxyfleet.health.prober import OK, Outcome
+
+
+async def _phase(registry: ProxyRegistry, proxy_id: str) -> Phase:
+    proxy = await registry.get(proxy_id)
+    assert proxy is not None
+    return proxy.phase
+
+
+async def _wait_phase(
+    registry: ProxyRegistry, proxy_id: str, phase: Phase, within: float = 5.0
+) -> None:
+    deadline = time.monotonic() + within
+    while (current := await _phase(registry, proxy_id)) is not phase:
+        assert time.monotonic() < deadline, f"{proxy_id} is {current}, expected {phase}"
+        await asyncio.sleep(0.02)
+
+
+async def test_good_probe_makes_a_booting_proxy_ready(
+    squid: ProxyProcess,
+    make_proxy: MakeProxy,
+    registry: ProxyRegistry,
+    run_worker: RunWorker,
+    events: Collector,
+    probe_results: Collector,
+) -> None:
+    proxy = await make_proxy(squid.port)
+    async with run_worker():
+        await events.wait_for(lambda: bool(events_of(events, proxy.id)))
+        await probe_results.wait_for(
+            lambda: sum(r.proxy_id == proxy.id for r in probe_results.items) >= 2
+        )
+    [event] = events_of(events, proxy.id)
+    assert event.type == "proxy.ready"
+    assert event.provider == PROVIDER
+    assert event.data == {"from": "booting", "gen": proxy.gen + 1}
+    stored = await registry.get(proxy.id)
+    assert stored is not None
+    assert stored.phase is Phase.READY
+    assert stored.gen == proxy.gen + 1
+    assert stored.egress_ip == "127.0.0.1"
+    assert stored.latency_ms > 0
+    assert stored.last_probe_error == ""
+    assert stored.ok_streak >= 2
+    assert stored.fail_streak == 0
+    mine = [r for r in probe_results.items if r.proxy_id == proxy.id]
+    assert all(isinstance(r, ProbeResult) and r.ok for r in mine)
+    assert stored.last_probe_at == max(r.time for r in mine)
+
+
+async def test_wrong_credentials_never_count_as_alive(
+    squid: ProxyProcess,
+    make_proxy: MakeProxy,
+    registry: ProxyRegistry,
+    run_worker: RunWorker,
+    events: Collector,
+) -> None:
+    booting = await make_proxy(squid.port, password="wrong")
+    ready = await make_proxy(squid.port, password="wrong", phase=Phase.READY)
+    async with run_worker():
+        await _wait_phase(registry, ready.id, Phase.UNHEALTHY)
+    still = await registry.get(booting.id)
+    assert still is not None
+    assert still.phase is Phase.BOOTING
+    assert still.fail_streak >= 3
+    assert still.last_probe_error == "proxy rejected credentials (407)"
+    assert events_of(events, booting.id) == []
+    await events.wait_for(lambda: bool(events_of(events, ready.id)))
+    [event] = events_of(events, ready.id)
+    assert event.type == "proxy.unhealthy"
+    assert event.data == {
+        "from": "ready",
+        "gen": ready.gen + 1,
+        "reason": "proxy rejected credentials (407)",
+    }
+    stored = await registry.get(ready.id)
+    assert stored is not None
+    assert stored.reason == "proxy rejected credentials (407)"
+    assert stored.fail_streak == 3
+
+
+async def test_killed_proxy_turns_unhealthy_after_three_failures_and_ready_after_two(
+    own_squid: ProxyProcess,
+    make_proxy: MakeProxy,
+    registry: ProxyRegistry,
+    run_worker: RunWorker,
+    events: Collector,
+    probe_results: Collector,
+) -> None:
+    proxy = await make_proxy(own_squid.port)
+
+    def results() -> list[ProbeResult]:
+        return [r for r in probe_results.items if r.proxy_id == proxy.id]
+
+    async with run_worker():
+        await _wait_phase(registry, proxy.id, Phase.READY)
+        own_squid.kill()
+        await _wait_phase(registry, proxy.id, Phase.UNHEALTHY)
+        # exactly three failures in a row, the last good result just before them
+        tail = [r.ok for r in results()]
+        assert tail[-4:] == [True, False, False, False]
+        down = await registry.get(proxy.id)
+        assert down is not None
+        assert down.fail_streak == 3
+        assert down.reason.startswith("proxy unreachable: ")
+
+        n_before = len(results())
+        own_squid.start()
+        await _wait_phase(registry, proxy.id, Phase.READY)
+        after = [r.ok for r in results()[n_before:]]
+        assert after[-2:] == [True, True]
+        assert after.count(True) == 2  # not one probe earlier
+    types = [(e.type, e.data.get("from")) for e in events_of(events, proxy.id)]
+    assert types == [
+        ("proxy.ready", "booting"),
+        ("proxy.unhealthy", "ready"),
+        ("proxy.ready", "unhealthy"),
+    ]
+
+
+async def test_booting_proxy_past_its_deadline_fails_and_asks_for_its_delete(
+    make_proxy: MakeProxy,
+    registry: ProxyRegistry,
+    run_worker: RunWorker,
+    events: Collector,
+    delete_intents: Collector,
+) -> None:
+    dead_port = free_port()
+    late = await make_proxy(dead_port, boot_timeout=-1.0)
+    early = await make_proxy(dead_port, boot_timeout=60.0)
+    async with run_worker():
+        await _wait_phase(registry, late.id, Phase.FAILED)
+        await delete_intents.wait_for(
+            lambda: any(i["proxy_id"] == late.id for i in delete_intents.items)
+        )
+    failed = await registry.get(late.id)
+    assert failed is not None
+    assert failed.reason.startswith("not healthy within boot timeout: proxy unreachable: ")
+    [event] = events_of(events, late.id)
+    assert event.type == "proxy.failed"
+    assert event.data == {"from": "booting", "gen": late.gen + 1, "reason": failed.reason}
+    i = next(n for n, item in enumerate(delete_intents.items) if item["proxy_id"] == late.id)
+    assert delete_intents.items[i] == {
+        "type": "delete",
+        "proxy_id": late.id,
+        "resource_id": "",
+        "reason": failed.reason,
+    }
+    assert delete_intents.headers[i]["Nats-Msg-Id"] == f"{late.id}:delete:{late.gen + 1}"
+    # a booting proxy inside its boot timeout keeps failing quietly
+    assert await _phase(registry, early.id) is Phase.BOOTING
+    assert events_of(events, early.id) == []
+    assert not any(item["proxy_id"] == early.id for item in delete_intents.items)
+
+
+async def test_two_workers_share_the_fleet_and_never_probe_a_proxy_twice_per_interval(
+    squid: ProxyProcess,
+    make_proxy: MakeProxy,
+    registry: ProxyRegistry,
+    run_worker: RunWorker,
+    probe_results: Collector,
+) -> None:
+    interval = 0.4
+    proxies = [await make_proxy(squid.port) for _ in range(40)]
+    async with (
+        run_worker(interval=interval, claim_batch=8) as first,
+        run_worker(interval=interval, claim_batch=8) as second,
+    ):
+        await asyncio.sleep(interval * 5 + 0.1)  # 6 claims per proxy at most
+    assert first.probes_done > 0
+    assert second.probes_done > 0
+    times: dict[str, list[float]] = defaultdict(list)
+    for r in probe_results.items:
+        times[r.proxy_id].append(r.time)
+    assert set(times) == {p.id for p in proxies}
+    for proxy_id, seen in times.items():
+        seen.sort()
+        gaps = [b - a for a, b in itertools.pairwise(seen)]
+        # `time` is when the probe started, a little after its claim (more on a busy
+        # machine); a proxy claimed by both workers would show a gap near zero.
+        assert min(gaps) >= interval / 2, (proxy_id, gaps)
+        assert 3 <= len(seen) <= 6, (proxy_id, seen)
+    assert first.probes_done + second.probes_done == len(probe_results.items)
+    for proxy in proxies:
+        assert await _phase(registry, proxy.id) is Phase.READY
+
+
+async def test_gauges_show_the_fleet_by_phase(
+    squid: ProxyProcess, make_proxy: MakeProxy, registry: ProxyRegistry, run_worker: RunWorker
+) -> None:
+    for _ in range(3):
+        await make_proxy(squid.port)
+    async with run_worker():
+        deadline = time.monotonic() + 5
+        while PROXIES.labels(provider=PROVIDER, phase="ready")._value.get() != 3:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.05)
+    assert PROXIES.labels(provider=PROVIDER, phase="booting")._value.get() == 0
+    assert PROBE_BACKLOG._value.get() >= 0
+
+
+async def test_a_result_for_a_proxy_moved_meanwhile_is_dropped(
+    squid: ProxyProcess,
+    make_proxy: MakeProxy,
+    registry: ProxyRegistry,
+    run_worker: RunWorker,
+    events: Collector,
+) -> None:
+    proxy = await make_proxy(squid.port)
+    # the admin deletes it while its probe is in flight: the snapshot's generation is stale
+    await registry.transition(proxy.id, Phase.DELETING, expected_gen=proxy.gen)
+    ok = ProbeResult(proxy_id=proxy.id, time=time.time(), ok=True, latency_ms=3.0)
+    never_stored = replace(proxy, id="pmissing")
+    async with run_worker() as worker:
+        await worker.record(proxy, Outcome(ok, OK))  # Conflict: ignored
+        await worker.record(never_stored, Outcome(replace(ok, proxy_id="pmissing"), OK))
+    stored = await registry.get(proxy.id)
+    assert stored is not None
+    assert stored.phase is Phase.DELETING
+    assert stored.ok_streak == 0
+    assert stored.last_probe_at == 0
+    assert await registry.get("pmissing") is None
+    assert events_of(events, proxy.id) == []
