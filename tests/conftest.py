@@ -9,9 +9,17 @@ from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
+import stamina
 
 from proxyfleet.common.store import connect_redis
 from proxyfleet.devstack.servers import start_nats, start_redis
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _no_retry_backoff() -> Iterator[None]:
+    """Retries stay bounded and named, but tests never sleep between attempts."""
+    with stamina.set_testing(True, attempts=2):
+        yield
 
 
 @pytest.fixture(scope="session")

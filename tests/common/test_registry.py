@@ -106,3 +106,33 @@ async def test_deleted_proxy_leaves_probe_and_lease_pools(
     p = await registry.get("p1")
     assert p is not None
     assert p.phase is Phase.DELETED
+
+
+async def test_probe_schedule_does_not_drift_with_late_claims(
+    registry: ProxyRegistry, clock: ManualClock
+) -> None:
+    await make_ready(registry, make_proxy("p1", clock))
+    start = clock.now()
+    for _ in range(3):
+        clock.advance(0.3)  # each claim comes a little late
+        assert len(await registry.claim_probes(interval=10, limit=10)) == 1
+        clock.advance(10 - 0.3)
+    # three claims 0.3 s late each: still due on the original 10 s grid
+    assert clock.now() == start + 30
+    assert [p.id for p in await registry.claim_probes(interval=10, limit=10)] == ["p1"]
+
+
+async def test_update_many_reports_each_outcome(
+    registry: ProxyRegistry, clock: ManualClock
+) -> None:
+    await registry.create(make_proxy("p1", clock))
+    await registry.create(make_proxy("p2", clock))
+    results = await registry.update_many(
+        [("p1", 0, {"ok_streak": 1}), ("p2", 5, {"ok_streak": 1}), ("ghost", None, {})]
+    )
+    assert results[0] == 0
+    assert isinstance(results[1], Conflict)
+    assert isinstance(results[2], NotFound)
+    p1 = await registry.get("p1")
+    assert p1 is not None
+    assert p1.ok_streak == 1

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import msgspec
 import nats
+import nats.errors
+import stamina
 from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig
@@ -12,6 +14,7 @@ from nats.js.errors import BadRequestError
 from proxyfleet.common import subjects
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.ids import new_event_id
+from proxyfleet.common.metrics import RETRIES
 from proxyfleet.common.models import CreateIntent, DeleteIntent, Event, Intent
 
 _encoder = msgspec.json.Encoder()
@@ -19,6 +22,15 @@ intent_decoder: msgspec.json.Decoder[Intent] = msgspec.json.Decoder(Intent)
 event_decoder = msgspec.json.Decoder(Event)
 
 EVENT_RETENTION_SECONDS = 7 * 86_400
+
+# Errors after which a JetStream publish may succeed if repeated: no ack in time, the stream
+# leader moving, the client's buffer full while it reconnects. The message id stays the same
+# across attempts, so JetStream drops a copy that did land.
+RETRYABLE_PUBLISH_ERRORS = (
+    nats.errors.TimeoutError,
+    nats.errors.NoRespondersError,
+    nats.errors.OutboundBufferLimitError,
+)
 
 
 async def connect_nats(url: str, name: str) -> NatsClient:
@@ -67,7 +79,7 @@ class Publisher:
         else:
             subject = subjects.intent_delete(provider)
         headers = {"Nats-Msg-Id": dedupe_key} if dedupe_key else None
-        await self._js.publish(subject, _encoder.encode(intent), headers=headers)
+        await self._publish(subject, _encoder.encode(intent), headers, "publish.intent")
 
     async def delete(
         self,
@@ -101,9 +113,22 @@ class Publisher:
             provider=provider,
             data=data,
         )
-        await self._js.publish(
+        await self._publish(
             subjects.event_subject(event_type),
             _encoder.encode(event),
-            headers={"Nats-Msg-Id": event.id},
+            {"Nats-Msg-Id": event.id},
+            "publish.event",
         )
         return event
+
+    async def _publish(
+        self, subject: str, payload: bytes, headers: dict[str, str] | None, op: str
+    ) -> None:
+        """Bounded retries on named errors only, counted; stamina.set_active(False) in tests."""
+        async for attempt in stamina.retry_context(
+            on=RETRYABLE_PUBLISH_ERRORS, attempts=5, timeout=30.0
+        ):
+            with attempt:
+                if attempt.num > 1:
+                    RETRIES.labels(op=op).inc()
+                await self._js.publish(subject, payload, headers=headers)

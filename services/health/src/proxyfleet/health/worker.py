@@ -27,7 +27,6 @@ from typing import Any
 
 import msgspec
 import nats.errors
-import stamina
 from nats.aio.client import Client as NatsClient
 
 from proxyfleet.common import subjects
@@ -245,11 +244,9 @@ class HealthWorker:
         if phase is Phase.FAILED:
             await self._publish_delete(proxy, decision.reason, moved.gen)
 
-    @stamina.retry(on=nats.errors.Error, attempts=5, timeout=30.0)
     async def _publish_event(self, event_type: str, proxy: Proxy, data: dict[str, Any]) -> None:
         await self._publisher.event(event_type, proxy.id, provider=proxy.provider, **data)
 
-    @stamina.retry(on=nats.errors.Error, attempts=5, timeout=30.0)
     async def _publish_delete(self, proxy: Proxy, reason: str, gen: int) -> None:
         await self._publisher.delete(
             proxy.provider, proxy.id, reason=reason, dedupe_key=f"{proxy.id}:delete:{gen}"
