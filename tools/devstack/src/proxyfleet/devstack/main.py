@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
 import signal
@@ -47,7 +48,9 @@ def run(
     stop = threading.Event()
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
-        stack.start()
+        stack.start()  # Ctrl-C here raises KeyboardInterrupt: whatever started is stopped
+        # Explicit: SIGINT may arrive ignored (a background job) and must still stop us.
+        signal.signal(signal.SIGINT, lambda *_: stop.set())
         typer.echo(banner(stack, base_dir))
         stop.wait()
     except KeyboardInterrupt:
@@ -56,9 +59,15 @@ def run(
         typer.echo(f"proxyfleet-dev: {exc}", err=True)
         raise typer.Exit(1) from None
     finally:
-        typer.echo("stopping every service ...")
+        _say("stopping every service ...")
         stack.stop()
-        typer.echo("stopped.")
+        _say("stopped.")
+
+
+def _say(text: str) -> None:
+    """Print, unless our output is gone (a closed pipe must not skip the cleanup)."""
+    with contextlib.suppress(OSError):
+        typer.echo(text)
 
 
 def banner(stack: Stack, base_dir: Path) -> str:

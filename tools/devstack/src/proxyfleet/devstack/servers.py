@@ -92,6 +92,7 @@ def start_nats(data_dir: Path, log: Path | None = None) -> Server:
         ],
         stdout=out,
         stderr=out,
+        start_new_session=True,  # stopped by us, after the services that use it
     )
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -131,6 +132,7 @@ def start_redis(data_dir: Path, log: Path | None = None) -> Server:
         ],
         stdout=out,
         stderr=out,
+        start_new_session=True,  # stopped by us, after the services that use it
     )
     try:
         wait_tcp("127.0.0.1", port)

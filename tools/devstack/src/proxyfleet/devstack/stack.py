@@ -210,8 +210,14 @@ class Stack:
     def start_service(self, name: str, args: list[str]) -> subprocess.Popen[bytes]:
         """Start (or restart) one service; its output goes to logs/<name>.log and the echo."""
         log = open(self.opts.base_dir.resolve() / "logs" / f"{name}.log", "ab")  # noqa: SIM115
+        # A session of its own: a terminal's Ctrl-C reaches only the launcher, which then
+        # stops services before the NATS and Redis they need.
         proc = subprocess.Popen(
-            args, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=self.service_env()
+            args,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=self.service_env(),
+            start_new_session=True,
         )
         self.processes[name] = proc
         assert proc.stdout is not None
@@ -288,4 +294,7 @@ def _pump(name: str, stream: IO[bytes], log: IO[bytes], echo: Printer | None) ->
             log.write(raw)
             log.flush()
             if echo is not None:
-                echo(prefix + raw.decode(errors="replace").rstrip())
+                try:
+                    echo(prefix + raw.decode(errors="replace").rstrip())
+                except OSError:  # the terminal or pipe went away: keep the log file going
+                    echo = None
