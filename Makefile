@@ -3,7 +3,7 @@ SHELL := /bin/bash
 UV ?= $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
 export UV_LINK_MODE ?= copy
 
-.PHONY: run test lint fmt setup system-packages test-unit clean
+.PHONY: run test lint fmt setup system-packages bench bench-packages clean
 
 $(UV):
 	python3 -m pip install --user --quiet uv || python3 -m pip install --quiet uv
@@ -24,7 +24,7 @@ run: setup system-packages ## Start NATS, Redis, every service and the local pro
 lint: setup ## ruff, mypy (strict), import contracts
 	$(UV) run --frozen ruff check .
 	$(UV) run --frozen ruff format --check .
-	$(UV) run --frozen mypy libs services tools tests
+	$(UV) run --frozen mypy libs services tools bench tests
 	$(UV) run --frozen lint-imports
 
 fmt: setup
@@ -33,6 +33,16 @@ fmt: setup
 
 test: setup system-packages lint ## Everything: lint, unit, store, services, end-to-end
 	$(UV) run --frozen pytest
+
+bench-packages: ## wrk, the C load generator the API benchmarks use
+	@if ! command -v wrk >/dev/null && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
+		echo "installing wrk"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends wrk) >/dev/null 2>&1 \
+		|| echo "wrk could not be installed: the API benchmarks will say so"; \
+	fi
+
+bench: setup system-packages bench-packages ## Measure the hot paths; writes docs/performance.md
+	$(UV) run --frozen proxyfleet-bench run
 
 clean:
 	rm -rf .dev .pytest_cache .mypy_cache .ruff_cache

@@ -1,0 +1,1 @@
+"""Benchmarks of Proxyfleet's hot paths (`make bench`): figures, targets, baselines."""
