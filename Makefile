@@ -1,14 +1,19 @@
 # Proxyfleet: `make run` starts the whole system on this machine, `make test` tests it.
 SHELL := /bin/bash
-UV ?= $(shell command -v uv 2>/dev/null || echo $(HOME)/.local/bin/uv)
+UV ?= $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 export UV_LINK_MODE ?= copy
 
-.PHONY: run test lint fmt setup system-packages bench bench-packages clean
+.PHONY: run test lint fmt setup uv-installed system-packages bench bench-packages clean
 
-$(UV):
-	python3 -m pip install --user --quiet uv || python3 -m pip install --quiet uv
+# uv bootstraps everything else. Debian's Python refuses --user installs (PEP 668) unless
+# told otherwise; uv is one self-contained binary, so that is safe. `python3 -m uv` finds it
+# wherever pip put it.
+uv-installed:
+	@$(UV) --version >/dev/null 2>&1 \
+		|| python3 -m pip install --user --quiet uv \
+		|| python3 -m pip install --user --quiet --break-system-packages uv
 
-setup: $(UV) ## Install the workspace (all members and dev tools) from uv.lock
+setup: uv-installed ## Install the workspace (all members and dev tools) from uv.lock
 	$(UV) sync --all-packages --frozen
 
 system-packages: ## Squid for local proxies (optional: proxy.py is the fallback)
