@@ -21,6 +21,7 @@ from proxyfleet.api.providers.controller import ProviderController
 from proxyfleet.api.proxies.controller import ProxyController
 from proxyfleet.api.settings import ApiSettings
 from proxyfleet.api.sweeper import run_sweeper
+from proxyfleet.api.system.bench import BenchController
 from proxyfleet.api.system.controller import SystemController
 from proxyfleet.common.logging import get_logger
 
@@ -48,6 +49,9 @@ def create_app(settings: ApiSettings, deps: AppDeps) -> Litestar:
         security=[{"bearer": []}],
         route_handlers=[ProxyController, LeaseController, ProviderController],
     )
+    handlers: list[Router | type[SystemController]] = [v1, SystemController]
+    if settings.bench_routes:
+        handlers.append(Router(path="/", guards=[auth.guard], route_handlers=[BenchController]))
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
@@ -73,7 +77,7 @@ def create_app(settings: ApiSettings, deps: AppDeps) -> Litestar:
                         await sweeper
 
     return Litestar(
-        route_handlers=[v1, SystemController],
+        route_handlers=handlers,
         dependencies=DEPENDENCIES,
         exception_handlers=EXCEPTION_HANDLERS,
         middleware=[request_metrics_middleware],

@@ -52,10 +52,12 @@ class TokenAuth:
                 found = scope
         return found
 
-    def guard(
+    async def guard(
         self, connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler
     ) -> None:
-        """Litestar guard: 401 without a known token, 403 when its scope is too narrow."""
+        """Litestar guard: 401 without a known token, 403 when its scope is too narrow.
+        A coroutine on purpose: Litestar runs a sync guard in a worker thread, a thread hop
+        on every request."""
         if self.insecure:
             return
         header = connection.headers.get("authorization", "")

@@ -26,7 +26,7 @@ class Services:
 
 def build_services(settings: ApiSettings, deps: AppDeps, backends: Backends) -> Services:
     catalog = ProviderCatalog(deps.providers)
-    messages = Messages(backends.publisher)
+    messages = Messages(backends.publisher, backends.events)
     return Services(
         backends=backends,
         proxies=ProxyService(backends.registry, messages, catalog, deps.clock),

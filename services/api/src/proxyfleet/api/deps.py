@@ -9,14 +9,21 @@ from dataclasses import dataclass, field
 
 from nats.aio.client import Client as NatsClient
 
+from proxyfleet.api.eventsink import EventSink
 from proxyfleet.api.settings import ApiSettings
 from proxyfleet.common.clock import Clock, SystemClock
 from proxyfleet.common.messaging import Publisher, connect_nats, ensure_streams
 from proxyfleet.common.providers_config import ProvidersConfig
-from proxyfleet.common.store import LeaseStore, ProxyRegistry, connect_redis
+from proxyfleet.common.store import LeaseStore, LuaScript, ProxyRegistry, ScriptMux, connect_redis
 from proxyfleet.common.store.leases import LeasePolicy
 
 READINESS_TIMEOUT = 1.0
+BENCH_SCRIPT = "return redis.call('INCR', KEYS[1])"
+"""The one-EVALSHA baseline of POST /bench/evalsha: a small script touching one key."""
+
+
+async def _no_bench_script() -> int:
+    raise RuntimeError("the bench routes are off")
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,8 +33,11 @@ class Backends:
     registry: ProxyRegistry
     leases: LeaseStore
     publisher: Publisher
+    events: EventSink
     ping_redis: Callable[[], Awaitable[object]]
     nats: NatsClient
+    bench_evalsha: Callable[[], Awaitable[int]] = _no_bench_script
+    """One EVALSHA of BENCH_SCRIPT (the benchmark baseline)."""
 
     async def redis_ready(self) -> bool:
         try:
@@ -58,13 +68,29 @@ async def open_backends(settings: ApiSettings, clock: Clock) -> AsyncIterator[Ba
                 max_ttl=settings.max_lease_ttl,
                 ban_seconds=settings.ban_seconds,
             )
-            yield Backends(
-                registry=ProxyRegistry(redis, clock, namespace=common.namespace),
-                leases=LeaseStore(redis, clock, policy, namespace=common.namespace),
-                publisher=Publisher(js, clock),
-                ping_redis=redis.ping,
-                nats=nc,
-            )
+            # The lease and registry scripts of the request path share one pipelined
+            # connection (ScriptMux); so does the one-EVALSHA baseline, to compare fairly.
+            mux = ScriptMux.from_client(redis)
+            bench_script = LuaScript(BENCH_SCRIPT)
+            bench_keys = [f"{common.namespace}:bench:evalsha"]
+
+            async def bench_evalsha() -> int:
+                return int(await mux.run(bench_script, bench_keys, ()))
+
+            events = EventSink(nc, clock)
+            try:
+                yield Backends(
+                    bench_evalsha=bench_evalsha,
+                    events=events,
+                    registry=ProxyRegistry(redis, clock, namespace=common.namespace, mux=mux),
+                    leases=LeaseStore(redis, clock, policy, namespace=common.namespace, mux=mux),
+                    publisher=Publisher(js, clock),
+                    ping_redis=redis.ping,
+                    nats=nc,
+                )
+            finally:
+                await events.drain()
+                await mux.aclose()
         finally:
             await nc.close()
     finally:

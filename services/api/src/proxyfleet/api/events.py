@@ -1,6 +1,8 @@
 """Publishing after a committed registry write.
 
-The registry write is the fact; the message tells the others. If NATS cannot take the
+The registry write is the fact; the message tells the others. Events leave without
+holding up the request (proxyfleet.api.eventsink); intents are rare and wait for their
+ack. If NATS cannot take the
 message, the write still stands and the caller still gets its answer: level-triggered
 reconcilers find the work from Redis, so a lost message delays work but never loses it.
 Each failure is logged and counted (proxyfleet_api_publish_failures_total).
@@ -12,6 +14,7 @@ import asyncio
 
 import nats.errors
 
+from proxyfleet.api.eventsink import EventSink
 from proxyfleet.api.metrics import PUBLISH_FAILURES
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.messaging import Publisher
@@ -23,10 +26,12 @@ _FAILURES = (nats.errors.Error, asyncio.TimeoutError, ConnectionError)
 
 
 class Messages:
-    """Publisher calls that never fail the request that made them."""
+    """Publisher calls that never fail the request that made them. Events go through the
+    EventSink (acked in the background); intents wait for their ack."""
 
-    def __init__(self, publisher: Publisher) -> None:
+    def __init__(self, publisher: Publisher, events: EventSink) -> None:
         self._publisher = publisher
+        self._events = events
 
     async def event(
         self,
@@ -37,17 +42,9 @@ class Messages:
         provider: str = "",
         data: dict[str, str | int | float | bool] | None = None,
     ) -> bool:
-        try:
-            await self._publisher.event(
-                event_type, proxy_id, lease_id=lease_id, provider=provider, **(data or {})
-            )
-        except _FAILURES as exc:
-            PUBLISH_FAILURES.labels("event").inc()
-            log.warning(
-                "event_not_published", event_type=event_type, proxy_id=proxy_id, error=repr(exc)
-            )
-            return False
-        return True
+        return await self._events.event(
+            event_type, proxy_id, lease_id=lease_id, provider=provider, data=data
+        )
 
     async def create(self, provider: str, proxy_id: str) -> bool:
         return await self._intent(provider, CreateIntent(proxy_id=proxy_id), f"{proxy_id}:create")

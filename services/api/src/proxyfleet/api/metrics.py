@@ -66,6 +66,19 @@ def request_metrics_middleware(app: ASGIApp) -> ASGIApp:
             await app(scope, receive, send_wrapper)
         finally:
             route = scope.get("path_template") or "unmatched"
-            REQUEST_SECONDS.labels(route, method, str(status)).observe(time.perf_counter() - start)
+            _observe(route, method, status, time.perf_counter() - start)
 
     return middleware
+
+
+_REQUEST_CHILDREN: dict[tuple[str, str, int], Histogram] = {}
+
+
+def _observe(route: str, method: str, status: int, seconds: float) -> None:
+    """Observe into the labelled child, looked up once per (route, method, status): the
+    set is small (route templates, not paths) and `labels()` costs a lock and a tuple."""
+    key = (route, method, status)
+    child = _REQUEST_CHILDREN.get(key)
+    if child is None:
+        child = _REQUEST_CHILDREN[key] = REQUEST_SECONDS.labels(route, method, str(status))
+    child.observe(seconds)

@@ -1,7 +1,16 @@
 """Redis-backed system of record: the proxy registry and the lease store (atomic Lua)."""
 
 from proxyfleet.common.store.leases import GrantRequest, LeaseStore
+from proxyfleet.common.store.mux import LuaScript, ScriptMux
 from proxyfleet.common.store.registry import ProxyRegistry, TransitionResult
 from proxyfleet.common.store.scripts import connect_redis
 
-__all__ = ["GrantRequest", "LeaseStore", "ProxyRegistry", "TransitionResult", "connect_redis"]
+__all__ = [
+    "GrantRequest",
+    "LeaseStore",
+    "LuaScript",
+    "ProxyRegistry",
+    "ScriptMux",
+    "TransitionResult",
+    "connect_redis",
+]

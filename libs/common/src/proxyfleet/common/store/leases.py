@@ -11,9 +11,10 @@ import redis.asyncio as aioredis
 
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.errors import Conflict, NotFound, Unavailable
-from proxyfleet.common.ids import new_lease_id
 from proxyfleet.common.models import Lease, LeaseOutcome
 from proxyfleet.common.store.codec import lease_from_hash
+from proxyfleet.common.store.fastid import fast_id
+from proxyfleet.common.store.mux import ScriptMux
 from proxyfleet.common.store.scripts import Scripts
 
 _json = msgspec.json.Encoder()
@@ -45,6 +46,24 @@ class LeasePolicy:
 
 
 @dataclass(frozen=True, slots=True)
+class GrantedProxy:
+    """What a grant hands out about its proxy, read by the grant script itself."""
+
+    id: str
+    provider: str
+    zone: str
+    host: str
+    port: int
+    username: str
+    password: str
+
+    def url(self, with_credentials: bool = True) -> str:
+        if with_credentials:
+            return f"http://{self.username}:{self.password}@{self.host}:{self.port}"
+        return f"http://{self.host}:{self.port}"
+
+
+@dataclass(frozen=True, slots=True)
 class Released:
     lease_id: str
     proxy_id: str
@@ -52,17 +71,30 @@ class Released:
 
 class LeaseStore:
     def __init__(
-        self, client: aioredis.Redis, clock: Clock, policy: LeasePolicy, *, namespace: str = "pf"
+        self,
+        client: aioredis.Redis,
+        clock: Clock,
+        policy: LeasePolicy,
+        *,
+        namespace: str = "pf",
+        mux: ScriptMux | None = None,
     ) -> None:
+        """`mux`: run the scripts through a ScriptMux (pipelined; the API's hot path)."""
         self._redis = client
         self._clock = clock
         self.policy = policy
         self._ns = namespace
-        self._scripts = Scripts(client, namespace)
+        self._scripts = Scripts(client, namespace, mux)
 
     async def grant(self, req: GrantRequest, lease_id: str | None = None) -> Lease:
         """Raises Unavailable (503), Conflict (409) or NotFound (404 for a named proxy)."""
-        lease_id = lease_id or new_lease_id()
+        return (await self.grant_with_proxy(req, lease_id))[0]
+
+    async def grant_with_proxy(
+        self, req: GrantRequest, lease_id: str | None = None
+    ) -> tuple[Lease, GrantedProxy]:
+        """grant(), with the granted proxy as the same script read it (one round trip)."""
+        lease_id = lease_id or fast_id("l")  # the format of ids.new_lease_id
         now = self._clock.now()
         ttl = min(req.ttl, self.policy.max_ttl)
         res = await self._scripts.call(
@@ -81,7 +113,7 @@ class LeaseStore:
         )
         code = int(res[0])
         if code == 1:
-            return Lease(
+            lease = Lease(
                 id=lease_id,
                 proxy_id=res[1],
                 epoch=int(res[2]),
@@ -90,6 +122,12 @@ class LeaseStore:
                 granted_at=now,
                 expires_at=float(res[3]),
             )
+            provider, zone, host, port, username, password = res[4]
+            proxy = GrantedProxy(
+                res[1], provider or "", zone or "", host or "", int(port or 0),
+                username or "", password or "",
+            )  # fmt: skip
+            return lease, proxy
         if code == 0:
             raise Unavailable("no proxy available for this selector", float(res[1]))
         if code == -1:

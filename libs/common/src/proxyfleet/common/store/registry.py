@@ -18,6 +18,7 @@ from proxyfleet.common.store.codec import (
     proxy_from_hash,
     proxy_to_hash,
 )
+from proxyfleet.common.store.mux import ScriptMux
 from proxyfleet.common.store.scripts import Scripts
 
 _SOURCES: dict[Phase, str] = {
@@ -40,12 +41,14 @@ class ProxyRegistry:
         *,
         namespace: str = "pf",
         deleted_ttl: int = 86_400,
+        mux: ScriptMux | None = None,
     ) -> None:
+        """`mux`: run single script calls through a ScriptMux (pipelined)."""
         self._redis = client
         self._clock = clock
         self._ns = namespace
         self._deleted_ttl = deleted_ttl
-        self._scripts = Scripts(client, namespace)
+        self._scripts = Scripts(client, namespace, mux)
 
     def _key(self, *parts: str) -> str:
         return ":".join((self._ns, *parts))

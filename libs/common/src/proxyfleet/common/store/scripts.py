@@ -10,6 +10,8 @@ import redis.asyncio as aioredis
 from redis.asyncio.client import Pipeline
 from redis.commands.core import AsyncScript
 
+from proxyfleet.common.store.mux import LuaScript, ScriptMux
+
 
 def connect_redis(url: str) -> aioredis.Redis:
     """One connection pool per process; replies decoded as str."""
@@ -23,12 +25,18 @@ def _source(name: str) -> str:
 
 
 class Scripts:
-    """The store's scripts registered on one client (EVALSHA, EVAL on a cold cache)."""
+    """The store's scripts registered on one client (EVALSHA, EVAL on a cold cache).
+    With a ScriptMux, single calls go through it (pipelined with every concurrent call);
+    pipelines stay on the client."""
 
-    def __init__(self, client: aioredis.Redis, namespace: str) -> None:
+    def __init__(
+        self, client: aioredis.Redis, namespace: str, mux: ScriptMux | None = None
+    ) -> None:
         self.namespace = namespace
         self._client = client
+        self._mux = mux
         self._scripts: dict[str, AsyncScript] = {}
+        self._lua: dict[str, LuaScript] = {}
 
     def _script(self, name: str) -> AsyncScript:
         script = self._scripts.get(name)
@@ -38,6 +46,11 @@ class Scripts:
         return script
 
     async def call(self, name: str, *args: Any) -> Any:
+        if self._mux is not None:
+            lua = self._lua.get(name)
+            if lua is None:
+                lua = self._lua[name] = LuaScript(_source(name))
+            return await self._mux.run(lua, (), (self.namespace, *args))
         return await self._script(name)(keys=[], args=[self.namespace, *args])
 
     async def queue(self, pipe: Pipeline, name: str, *args: Any) -> None:

@@ -15,9 +15,9 @@ from proxyfleet.api.metrics import (
 from proxyfleet.api.providers.service import ProviderCatalog
 from proxyfleet.common.errors import Conflict, NotFound, Unavailable
 from proxyfleet.common.logging import get_logger
-from proxyfleet.common.models import Lease, LeaseOutcome, Proxy
+from proxyfleet.common.models import Lease, LeaseOutcome
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
-from proxyfleet.common.store.leases import Released
+from proxyfleet.common.store.leases import GrantedProxy, Released
 
 log = get_logger(__name__)
 
@@ -27,7 +27,7 @@ SWEEP_BATCH = 500
 @dataclass(frozen=True, slots=True)
 class Grant:
     lease: Lease
-    proxy: Proxy
+    proxy: GrantedProxy
 
 
 class LeaseService:
@@ -49,7 +49,7 @@ class LeaseService:
         """Raises Unavailable (503), Conflict (409) or NotFound (404 for a named proxy)."""
         self._catalog.check_selector(req.provider or None, req.zone or None)
         try:
-            lease = await self._store.grant(req)
+            lease, proxy = await self._store.grant_with_proxy(req)
         except Unavailable:
             LEASE_UNAVAILABLE.inc()
             raise
@@ -57,10 +57,9 @@ class LeaseService:
             LEASE_CONFLICTS.inc()
             raise
         LEASES_GRANTED.inc()
-        proxy = await self._registry.get(lease.proxy_id)
-        if proxy is None:  # the script granted it a moment ago: the registry must have it
-            raise NotFound(f"proxy {lease.proxy_id} vanished while being leased")
-        log.info("lease_granted", lease_id=lease.id, proxy_id=proxy.id, epoch=lease.epoch)
+        # debug, not info: one line per grant and release is the API's busiest output, and
+        # the lease.* events on NATS already record each of them (docs/performance.md)
+        log.debug("lease_granted", lease_id=lease.id, proxy_id=proxy.id, epoch=lease.epoch)
         await self._messages.event(
             "lease.granted",
             proxy.id,
@@ -111,7 +110,7 @@ class LeaseService:
     async def release(self, lease_id: str, epoch: int) -> Released:
         released = await self._store.release(lease_id, epoch)
         LEASES_RELEASED.inc()
-        log.info("lease_released", lease_id=lease_id, proxy_id=released.proxy_id)
+        log.debug("lease_released", lease_id=lease_id, proxy_id=released.proxy_id)
         await self._messages.event(
             "lease.released", released.proxy_id, lease_id=lease_id, data={"epoch": epoch}
         )

@@ -1,7 +1,7 @@
 -- Grant a lease on one ready, unleased, cooled-down, not-banned proxy; LRU first.
 -- ARGV: ns, now, lease_id, holder, target, ttl, proxy_id ('' = any), provider, zone,
 --       labels_json ('' = none), scan_limit, unavailable_retry
--- -> {1, proxy_id, epoch, expires_at}
+-- -> {1, proxy_id, epoch, expires_at, {provider, zone, host, port, username, password}}
 --  | {0, retry_after} nothing available
 --  | {-1} no such proxy | {-3, reason, retry_after} specific proxy not grantable
 local now, lease_id, holder, target = tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
@@ -37,7 +37,9 @@ local function take(id)
     'holder', holder, 'target', target, 'granted_at', now, 'expires_at', expires,
     'state', 'active')
   redis.call('ZADD', k('leases'), expires, lease_id)
-  return {1, id, epoch, tostring(expires)}
+  -- What the caller hands out with the lease: no second round trip to read the proxy.
+  return {1, id, epoch, tostring(expires),
+    redis.call('HMGET', pkey, 'provider', 'zone', 'host', 'port', 'username', 'password')}
 end
 
 if want ~= '' then

@@ -1,0 +1,170 @@
+"""EVALSHA over one Redis connection, pipelined across every concurrent caller.
+
+redis-py takes a pooled connection per call, so 64 concurrent requests mean 64 sockets,
+64 writes and 64 reads a round. ScriptMux queues the commands of one event-loop turn and
+writes them in one go on a single connection; Redis answers in order, and the replies
+(parsed by hiredis) resolve the callers' futures in that order. Each script still runs
+atomically in Redis: only the transport is shared. No retries: a call cut by a lost
+connection raises redis' ConnectionError (the API answers 503) and the next call
+reconnects.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+from collections import deque
+from collections.abc import Sequence
+from typing import Any, cast
+
+import hiredis
+import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import NoScriptError, ResponseError
+
+Arg = str | bytes | int | float
+
+
+class LuaScript:
+    """A script's source and its SHA1 (what EVALSHA names it by)."""
+
+    __slots__ = ("sha", "source")
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.sha = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
+
+
+def _bytes(value: Arg) -> bytes:
+    if isinstance(value, bytes):
+        return value
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, float):
+        return repr(value).encode()
+    return str(value).encode()
+
+
+def encode_command(*args: Arg) -> bytes:
+    """A command in RESP (an array of bulk strings)."""
+    parts = [b"*%d\r\n" % len(args)]
+    for arg in args:
+        data = _bytes(arg)
+        parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
+    return b"".join(parts)
+
+
+class _Protocol(asyncio.Protocol):
+    """One connection: commands queued during a loop turn go out in one write."""
+
+    def __init__(self) -> None:
+        self.reader = hiredis.Reader(encoding="utf-8", replyError=ResponseError)
+        self.waiters: deque[asyncio.Future[Any]] = deque()
+        self.transport: asyncio.Transport | None = None
+        self.lost = False
+        self._out: list[bytes] = []
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        self.transport = cast(asyncio.Transport, transport)  # uvloop's is no subclass
+
+    def send(self, command: bytes) -> asyncio.Future[Any]:
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        if self.lost:
+            future.set_exception(RedisConnectionError("Redis connection lost"))
+            return future
+        self.waiters.append(future)
+        if not self._out:
+            loop.call_soon(self._flush)
+        self._out.append(command)
+        return future
+
+    def _flush(self) -> None:
+        data, self._out = b"".join(self._out), []
+        if self.transport is not None and not self.lost:
+            self.transport.write(data)
+
+    def data_received(self, data: bytes) -> None:
+        self.reader.feed(data)
+        while (reply := self.reader.gets()) is not False:
+            waiter = self.waiters.popleft()
+            if waiter.done():
+                continue
+            if isinstance(reply, ResponseError):
+                text = str(reply)
+                error = NoScriptError(text) if text.startswith("NOSCRIPT") else reply
+                waiter.set_exception(error)
+            else:
+                waiter.set_result(reply)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self.lost = True
+        while self.waiters:
+            waiter = self.waiters.popleft()
+            if not waiter.done():
+                waiter.set_exception(RedisConnectionError(f"Redis connection lost: {exc!r}"))
+
+
+class ScriptMux:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        *,
+        db: int = 0,
+        username: str | None = None,
+        password: str | None = None,
+    ) -> None:
+        self._addr = (host, port)
+        self._setup = [encode_command("SELECT", db)] if db else []
+        if password:
+            auth = ("AUTH", username, password) if username else ("AUTH", password)
+            self._setup.insert(0, encode_command(*auth))
+        self._proto: _Protocol | None = None
+        self._connecting = asyncio.Lock()
+
+    @classmethod
+    def from_client(cls, client: aioredis.Redis) -> ScriptMux:
+        """The server (and database, credentials) a redis-py client talks to, over TCP."""
+        kw = client.connection_pool.connection_kwargs
+        return cls(
+            str(kw.get("host", "localhost")),
+            int(kw.get("port", 6379)),
+            db=int(kw.get("db", 0) or 0),
+            username=kw.get("username"),
+            password=kw.get("password"),
+        )
+
+    async def _connected(self) -> _Protocol:
+        proto = self._proto
+        if proto is not None and not proto.lost:
+            return proto
+        async with self._connecting:
+            if self._proto is None or self._proto.lost:
+                loop = asyncio.get_running_loop()
+                try:
+                    _, new = await loop.create_connection(_Protocol, *self._addr)
+                except OSError as exc:
+                    msg = f"cannot reach Redis at {self._addr}: {exc}"
+                    raise RedisConnectionError(msg) from exc
+                # AUTH/SELECT queued before anyone else can send on the connection
+                setup = [new.send(command) for command in self._setup]
+                self._proto = new
+                await asyncio.gather(*setup)
+            return self._proto
+
+    async def command(self, *args: Arg) -> Any:
+        proto = await self._connected()
+        return await proto.send(encode_command(*args))
+
+    async def run(self, script: LuaScript, keys: Sequence[Arg], args: Sequence[Arg]) -> Any:
+        """EVALSHA; EVAL once when Redis does not know the script yet (which caches it)."""
+        try:
+            return await self.command("EVALSHA", script.sha, len(keys), *keys, *args)
+        except NoScriptError:
+            return await self.command("EVAL", script.source, len(keys), *keys, *args)
+
+    async def aclose(self) -> None:
+        proto, self._proto = self._proto, None
+        if proto is not None and proto.transport is not None:
+            proto.transport.close()

@@ -1,0 +1,66 @@
+"""ScriptMux (the pipelined EVALSHA transport the API's stores and baseline use), against
+the test Redis. Here because the benchmark work brought it; its home is tests/common."""
+
+from __future__ import annotations
+
+import asyncio
+import re
+
+import pytest
+import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+
+from proxyfleet.common.ids import new_lease_id
+from proxyfleet.common.store import LuaScript, ScriptMux, connect_redis
+from proxyfleet.common.store.fastid import fast_id
+
+
+async def test_concurrent_calls_each_get_their_own_reply(redis_client: aioredis.Redis) -> None:
+    mux = ScriptMux.from_client(redis_client)
+    echo = LuaScript("return {KEYS[1], ARGV[1], tonumber(ARGV[2]) + 1}")
+    await redis_client.script_flush()  # the first call meets NOSCRIPT and falls back to EVAL
+    try:
+        replies = await asyncio.gather(*(mux.run(echo, [f"k{i}"], ["v", i]) for i in range(200)))
+        assert replies == [[f"k{i}", "v", i + 1] for i in range(200)]
+        assert await mux.command("PING") == "PONG"
+    finally:
+        await mux.aclose()
+
+
+async def test_script_error_is_a_response_error(redis_client: aioredis.Redis) -> None:
+    mux = ScriptMux.from_client(redis_client)
+    try:
+        with pytest.raises(ResponseError, match="boom"):
+            await mux.run(LuaScript("return redis.error_reply('boom')"), [], [])
+        assert await mux.run(LuaScript("return 7"), [], []) == 7  # the connection lives on
+    finally:
+        await mux.aclose()
+
+
+async def test_selects_the_database_of_the_url(redis_url: str) -> None:
+    base = redis_url.rsplit("/", 1)[0]
+    client = connect_redis(f"{base}/3")
+    mux = ScriptMux.from_client(client)
+    try:
+        await client.set("mux-db", "three")
+        assert await mux.run(LuaScript("return redis.call('GET', KEYS[1])"), ["mux-db"], []) == (
+            "three"
+        )
+    finally:
+        await client.delete("mux-db")
+        await mux.aclose()
+        await client.aclose()
+
+
+async def test_unreachable_redis_is_a_redis_connection_error() -> None:
+    mux = ScriptMux("127.0.0.1", 1)
+    with pytest.raises(RedisConnectionError):
+        await mux.command("PING")
+
+
+def test_fast_ids_have_the_format_of_common_ids() -> None:
+    ids = [fast_id("l") for _ in range(3_000)]  # crosses the 4 KiB random pool twice
+    assert len(set(ids)) == len(ids)
+    assert all(re.fullmatch(r"l[0-9a-f]{19}", i) for i in ids)
+    assert len(new_lease_id()) == len(ids[0])
