@@ -11,11 +11,13 @@ import time
 from pathlib import Path
 
 import httpx
+import pytest
 from tests.health.conftest import PASSWORD, PROVIDER, MakeProxy, ProxyProcess, TargetServer
 
 from proxyfleet.common.models import Phase
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.devstack.servers import free_port
+from proxyfleet.health.loops import LOOPS
 
 HEALTH = str(Path(sys.executable).parent / "proxyfleet-health")
 
@@ -55,7 +57,9 @@ def test_bad_flag_values_stop_with_a_message(tmp_path: Path) -> None:
     assert "cannot load CA certificates" in done.stderr
 
 
+@pytest.mark.parametrize("loop", LOOPS)
 async def test_runs_probes_serves_metrics_and_stops_on_sigterm(
+    loop: str,
     tmp_path: Path,
     nats_url: str,
     redis_url: str,
@@ -79,7 +83,7 @@ async def test_runs_probes_serves_metrics_and_stops_on_sigterm(
     proc = await asyncio.create_subprocess_exec(
         HEALTH,
         *("--interval", "0.3", "--timeout", "0.25", "--stats-interval", "0.2", "--tick", "0.02"),
-        *("--metrics-host", "127.0.0.1", "--metrics-port", str(port)),
+        *("--metrics-host", "127.0.0.1", "--metrics-port", str(port), "--loop", loop),
         env=env,
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.STDOUT,
@@ -112,6 +116,7 @@ async def test_runs_probes_serves_metrics_and_stops_on_sigterm(
             proc.kill()
             await proc.wait()
     assert '"event": "started"' in output
+    assert f'"loop": "{loop}"' in output
     assert '"event": "proxy_transition"' in output
     assert '"event": "stopped"' in output
     assert PASSWORD not in output

@@ -13,8 +13,9 @@ from tests.health.conftest import PASSWORD, USER, ProxyProcess, TargetServer
 from proxyfleet.common.clock import SystemClock
 from proxyfleet.common.models import Phase, Proxy
 from proxyfleet.devstack.servers import free_port
+from proxyfleet.health import loops
 from proxyfleet.health.probe import FailureKind, parse_target
-from proxyfleet.health.prober import OK, Prober
+from proxyfleet.health.prober import OK, Prober, make_ssl_context
 
 
 def _proxy(port: int, password: str = PASSWORD, host: str = "127.0.0.1") -> Proxy:
@@ -117,3 +118,62 @@ async def test_silent_proxy_times_out(silent_server: int, target: TargetServer) 
     assert outcome.kind == FailureKind.TIMEOUT
     assert outcome.result.error == "timed out after 0.2s waiting for the proxy's CONNECT reply"
     assert 150 < outcome.result.latency_ms < 1000
+
+
+# ---- the connection layer, on both event loops ------------------------------------------
+
+
+async def _against_fake_proxy(answer: bytes, target_url: str) -> tuple[str, str]:
+    """Probe a fake proxy that reads the CONNECT, writes `answer` and closes."""
+
+    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(answer)
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(serve, "127.0.0.1", 0)
+    port = int(server.sockets[0].getsockname()[1])
+    try:
+        prober = Prober(parse_target(target_url), timeout=2, clock=SystemClock())
+        outcome = await prober.probe(_proxy(port))
+        return outcome.kind, outcome.result.error
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+@pytest.mark.parametrize("loop", loops.LOOPS)
+@pytest.mark.parametrize(
+    ("answer", "kind", "error"),
+    [
+        (b"", FailureKind.PROXY, "proxy closed the connection before answering"),
+        (b"SSH-2.0-OpenSSH\r\n\r\n", FailureKind.PROXY, "proxy sent no HTTP status line"),
+        (b"HTTP/1.1 200 OK\r\nX: " + b"a" * 20_000, FailureKind.PROXY, "proxy sent a response"),
+        (b"HTTP/1.1 200 OK\r\n\r\n", FailureKind.TLS, "tunnel closed during the TLS handshake"),
+    ],
+)
+def test_misbehaving_proxies_fail_with_a_reason(
+    loop: str, answer: bytes, kind: str, error: str, target: TargetServer
+) -> None:
+    got_kind, got_error = loops.run(_against_fake_proxy(answer, target.url), loop)
+    assert (got_kind, got_error[: len(error)]) == (kind, error)
+
+
+@pytest.mark.parametrize("loop", loops.LOOPS)
+def test_probes_on_either_loop(loop: str, squid: ProxyProcess, target: TargetServer) -> None:
+    async def probe_all() -> list[str]:
+        prober = Prober(
+            parse_target(target.url),
+            timeout=2,
+            clock=SystemClock(),
+            ssl_context=make_ssl_context(target.ca_file),
+        )
+        good = await prober.probe(_proxy(squid.port))
+        assert good.result.egress_ip == "127.0.0.1"
+        assert 0 < good.result.latency_ms < 1000
+        wrong = await prober.probe(_proxy(squid.port, password="wrong"))
+        nobody = await prober.probe(_proxy(free_port()))
+        return [good.kind, wrong.kind, nobody.kind]
+
+    assert loops.run(probe_all(), loop) == [OK, FailureKind.AUTH, FailureKind.UNREACHABLE]

@@ -69,6 +69,7 @@ def render(
         "\n".join(f"- {k}: {v}" for k, v in machine.items()),
         _text("method.md"),
         _text("changes.md"),
+        _text("health.md"),
         _text("reproduce.md"),
     ]
     return "\n\n".join(parts) + "\n"

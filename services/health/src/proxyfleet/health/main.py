@@ -20,6 +20,8 @@ from proxyfleet.common.messaging import Publisher, connect_nats, ensure_streams
 from proxyfleet.common.metrics import serve_health_and_metrics
 from proxyfleet.common.providers_config import load_providers_config
 from proxyfleet.common.store import ProxyRegistry, connect_redis
+from proxyfleet.health import loops
+from proxyfleet.health.loops import LOOPS
 from proxyfleet.health.prober import Prober, make_ssl_context
 from proxyfleet.health.settings import HealthSettings
 from proxyfleet.health.worker import HealthWorker
@@ -54,6 +56,11 @@ UnhealthyAfter = Annotated[
     int, _opt("PROXYFLEET_HEALTH_UNHEALTHY_AFTER", "Failed probes before unhealthy.")
 ]
 ReadyAfter = Annotated[int, _opt("PROXYFLEET_HEALTH_READY_AFTER", "Good probes before ready.")]
+Loop = Annotated[str, _opt("PROXYFLEET_HEALTH_LOOP", f"Event loop: {' or '.join(LOOPS)}.")]
+TlsResumeFor = Annotated[
+    float,
+    _opt("PROXYFLEET_HEALTH_TLS_RESUME_FOR", "Seconds TLS sessions are resumed (0: never)."),
+]
 
 app = typer.Typer(add_completion=False, help=__doc__)
 
@@ -80,6 +87,8 @@ def run(
     metrics_port: MetricsPort = _D.metrics_port,
     unhealthy_after: UnhealthyAfter = _D.unhealthy_after,
     ready_after: ReadyAfter = _D.ready_after,
+    loop: Loop = _D.loop,
+    tls_resume_for: TlsResumeFor = _D.tls_resume_for,
 ) -> None:
     """Probe every proxy with a real CONNECT and mark it ready or unhealthy."""
     try:
@@ -106,15 +115,21 @@ def run(
             metrics_port=metrics_port,
             unhealthy_after=unhealthy_after,
             ready_after=ready_after,
+            loop=loop,
+            tls_resume_for=tls_resume_for,
         )
         providers = [p.name for p in load_providers_config(providers_config).providers]
-        ssl_context = make_ssl_context(ca_file) if settings.parsed_target().tls else None
+        ssl_context = (
+            make_ssl_context(ca_file, settings.tls_resume_for)
+            if settings.parsed_target().tls
+            else None
+        )
     except ConfigError as exc:
         typer.echo(f"proxyfleet-health: {exc}", err=True)
         raise typer.Exit(2) from None
     configure_logging(SERVICE, settings.common.log_level, settings.common.log_format)
     try:
-        asyncio.run(_main(settings, providers, ssl_context))
+        loops.run(_main(settings, providers, ssl_context), settings.loop)
     except (OSError, nats.errors.Error) as exc:  # NATS unreachable at start, port taken...
         typer.echo(f"proxyfleet-health: {exc}", err=True)
         raise typer.Exit(1) from None
@@ -165,6 +180,8 @@ async def serve(
         log.info(
             "started",
             target=settings.target,
+            loop=type(asyncio.get_running_loop()).__module__.split(".")[0],
+            tls_resume_for=settings.tls_resume_for,
             interval=settings.interval,
             concurrency=settings.concurrency,
             providers=list(providers),

@@ -5,13 +5,17 @@ from __future__ import annotations
 
 import asyncio
 import ssl
+import time
 from dataclasses import dataclass
 
 from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import ConfigError
 from proxyfleet.common.models import ProbeResult, Proxy
 from proxyfleet.health import probe
+from proxyfleet.health.conn import ProbeConnection
 from proxyfleet.health.probe import FailureKind, ProbeFailure, Target
+from proxyfleet.health.tls import ProbeTlsContext, make_ssl_context
+
+__all__ = ["ERROR", "OK", "Outcome", "Prober", "make_ssl_context"]
 
 OK = "ok"
 ERROR = "error"
@@ -24,14 +28,6 @@ class Outcome:
 
     result: ProbeResult
     kind: str
-
-
-def make_ssl_context(ca_file: str = "") -> ssl.SSLContext:
-    """Verifying client context, built once per process (CA file: the target's private CA)."""
-    try:
-        return ssl.create_default_context(cafile=ca_file or None)
-    except (OSError, ssl.SSLError) as exc:
-        raise ConfigError(f"--ca-file {ca_file}: cannot load CA certificates: {exc}") from None
 
 
 class Prober:
@@ -49,68 +45,46 @@ class Prober:
         self._timeout = timeout
         self._clock = clock
         self._ssl = (ssl_context or make_ssl_context()) if target.tls else None
+        self._resuming = self._ssl if isinstance(self._ssl, ProbeTlsContext) else None
         self._get = probe.get_request(target)
 
     async def probe(self, proxy: Proxy) -> Outcome:
         """Probe one proxy; never raises for a failure of the proxy or the target."""
-        loop = asyncio.get_running_loop()
         started_at = self._clock.now()
-        start = loop.time()
-        conn = _Connection()
+        start = time.perf_counter()  # not loop.time(): uvloop's has millisecond steps
+        conn = ProbeConnection()
         try:
             async with asyncio.timeout(self._timeout):
                 ip = await self._exchange(proxy, conn)
-            return _outcome(proxy, started_at, loop.time() - start, OK, egress_ip=ip)
+            return _outcome(proxy, started_at, time.perf_counter() - start, OK, egress_ip=ip)
         except ProbeFailure as exc:
-            return _outcome(proxy, started_at, loop.time() - start, exc.kind, str(exc))
+            return _outcome(proxy, started_at, time.perf_counter() - start, exc.kind, str(exc))
         except TimeoutError:
             message = f"timed out after {self._timeout:g}s {conn.stage}"
-            return _outcome(proxy, started_at, loop.time() - start, FailureKind.TIMEOUT, message)
+            seconds = time.perf_counter() - start
+            return _outcome(proxy, started_at, seconds, FailureKind.TIMEOUT, message)
         finally:
             conn.close()
 
-    async def _exchange(self, proxy: Proxy, conn: _Connection) -> str:
+    async def _exchange(self, proxy: Proxy, conn: ProbeConnection) -> str:
         """CONNECT, TLS, GET; returns the egress IP ("" when not reported)."""
         if not proxy.host or not proxy.port:
             raise ProbeFailure(FailureKind.UNREACHABLE, "proxy has no address yet")
-        conn.stage = "connecting to the proxy"
-        try:
-            reader, conn.writer = await asyncio.open_connection(
-                proxy.host, proxy.port, limit=probe.MAX_HEAD_BYTES
-            )
-        except OSError as exc:
-            message = f"proxy unreachable: {_os_error(exc)}"
-            raise ProbeFailure(FailureKind.UNREACHABLE, message) from None
+        await conn.connect(proxy.host, proxy.port)
         conn.stage = "waiting for the proxy's CONNECT reply"
-        conn.writer.write(probe.connect_request(self._target, proxy.username, proxy.password))
-        head = probe.parse_response_head(await _read_head(reader, "proxy"), "proxy")
-        probe.check_connect(head)
+        conn.write(probe.connect_request(self._target, proxy.username, proxy.password))
+        probe.check_connect(probe.parse_response_head(await conn.read_head("proxy"), "proxy"))
         if self._ssl is not None:
-            conn.stage = "in the TLS handshake with the target"
-            await _start_tls(conn.writer, self._ssl, self._target.host)
+            await conn.start_tls(self._ssl, self._target.host)
         conn.stage = "waiting for the target's reply"
-        conn.writer.write(self._get)
-        head = probe.parse_response_head(await _read_head(reader, "target"), "target")
+        conn.write(self._get)
+        head = probe.parse_response_head(await conn.read_head("target"), "target")
         probe.check_target(head)
+        if self._resuming is not None and (tls := conn.ssl_object) is not None:
+            self._resuming.remember(tls)
         if not probe.wants_body(head):
             return ""
-        return probe.egress_ip(await _read_body(reader, head))
-
-
-class _Connection:
-    """The probe's socket and how far it got (for timeout messages)."""
-
-    __slots__ = ("stage", "writer")
-
-    def __init__(self) -> None:
-        self.writer: asyncio.StreamWriter | None = None
-        self.stage = "before connecting"
-
-    def close(self) -> None:
-        """Abort: a probe never reuses its connection, and a graceful TLS close could
-        linger up to 30 s waiting for the peer's close_notify."""
-        if self.writer is not None:
-            self.writer.transport.abort()
+        return probe.egress_ip(await conn.read_body(head))
 
 
 def _outcome(
@@ -125,54 +99,3 @@ def _outcome(
         egress_ip=egress_ip,
     )
     return Outcome(result, kind)
-
-
-def _os_error(exc: OSError) -> str:
-    return exc.strerror or str(exc) or type(exc).__name__
-
-
-async def _read_head(reader: asyncio.StreamReader, who: str) -> bytes:
-    kind = FailureKind.PROXY if who == "proxy" else FailureKind.TARGET
-    try:
-        return await reader.readuntil(b"\r\n\r\n")
-    except asyncio.IncompleteReadError:
-        raise ProbeFailure(kind, f"{who} closed the connection before answering") from None
-    except asyncio.LimitOverrunError:
-        raise ProbeFailure(kind, f"{who} sent a response head that is too long") from None
-    except OSError as exc:
-        raise ProbeFailure(kind, f"{who} connection failed: {_os_error(exc)}") from None
-
-
-async def _start_tls(writer: asyncio.StreamWriter, context: ssl.SSLContext, host: str) -> None:
-    try:
-        await writer.start_tls(context, server_hostname=host)
-    except ssl.SSLCertVerificationError as exc:
-        message = f"target certificate rejected: {exc.verify_message or exc.reason}"
-        raise ProbeFailure(FailureKind.TLS, message) from None
-    except ssl.SSLError as exc:
-        raise ProbeFailure(FailureKind.TLS, f"TLS with the target failed: {exc.reason}") from None
-    except OSError as exc:
-        message = f"tunnel closed during the TLS handshake: {_os_error(exc)}"
-        raise ProbeFailure(FailureKind.TLS, message) from None
-
-
-async def _read_body(reader: asyncio.StreamReader, head: probe.ResponseHead) -> bytes:
-    """The body, at most MAX_BODY_BYTES; a short or failed read gives what arrived."""
-    length = head.content_length
-    if length is not None and not probe.is_chunked(head):
-        try:
-            return await reader.readexactly(min(length, probe.MAX_BODY_BYTES))
-        except asyncio.IncompleteReadError as exc:
-            return exc.partial
-        except OSError:
-            return b""
-    data = bytearray()
-    try:
-        while len(data) < probe.MAX_BODY_BYTES:
-            chunk = await reader.read(probe.MAX_BODY_BYTES - len(data))
-            if not chunk:
-                break
-            data += chunk
-    except OSError:
-        pass
-    return probe.dechunk(bytes(data)) if probe.is_chunked(head) else bytes(data)

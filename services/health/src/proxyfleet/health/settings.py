@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from proxyfleet.common.errors import ConfigError
 from proxyfleet.common.lifecycle import Hysteresis
 from proxyfleet.common.settings import CommonSettings
+from proxyfleet.health.loops import LOOPS
 from proxyfleet.health.probe import Target, parse_target
 
 
@@ -49,6 +50,14 @@ class HealthSettings:
     ready_after: int = 2
     """Consecutive good probes that turn an unhealthy proxy ready again
     (env PROXYFLEET_HEALTH_READY_AFTER)."""
+    loop: str = LOOPS[0]
+    """Event loop: uvloop (libuv; TLS in Cython, the fast default) or asyncio (the standard
+    library's) (env PROXYFLEET_HEALTH_LOOP)."""
+    tls_resume_for: float = 60.0
+    """Seconds a TLS session with the target is resumed by later probes after a full
+    handshake verified its certificate; every probe still makes a new connection, a new
+    CONNECT and a (shorter) handshake. 0: a full handshake on every probe
+    (env PROXYFLEET_HEALTH_TLS_RESUME_FOR)."""
 
     def __post_init__(self) -> None:
         self.parsed_target()
@@ -63,7 +72,10 @@ class HealthSettings:
             (0 <= self.metrics_port <= 65535, "--metrics-port", self.metrics_port, "a port"),
             (self.unhealthy_after >= 1, "--unhealthy-after", self.unhealthy_after, ">= 1"),
             (self.ready_after >= 1, "--ready-after", self.ready_after, ">= 1"),
+            (self.tls_resume_for >= 0, "--tls-resume-for", self.tls_resume_for, "seconds >= 0"),
         ]
+        if self.loop not in LOOPS:
+            raise ConfigError(f"--loop: expected one of {', '.join(LOOPS)}, got {self.loop!r}")
         for ok, flag, value, expected in checks:
             if not ok:
                 raise ConfigError(f"{flag}: expected {expected}, got {value:g}")
