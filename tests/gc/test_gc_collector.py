@@ -60,8 +60,15 @@ def collector(
     providers: tuple[str, ...] = (PROVIDER,),
     dry_run: bool = False,
     interval: float = 30.0,
+    max_deletions: int = 100,
 ) -> Collector:
-    settings = GcSettings(min_age=MIN_AGE, dry_run=dry_run, request_timeout=0.3, interval=interval)
+    settings = GcSettings(
+        min_age=MIN_AGE,
+        dry_run=dry_run,
+        request_timeout=0.3,
+        interval=interval,
+        max_deletions=max_deletions,
+    )
     return Collector(
         nc=nc,
         registry=registry,
@@ -174,6 +181,32 @@ async def test_one_resource_round(
         dry_run="false",
     )
     assert after == before + 1
+
+
+async def test_deletions_per_round_are_capped_oldest_first(
+    nc: NatsClient,
+    registry: ProxyRegistry,
+    clock: ManualClock,
+    answer: Answer,
+    delete_intents: PullSub,
+) -> None:
+    ids = [new_proxy_id() for _ in range(5)]
+    ages = [600.0, 900.0, 700.0, 1200.0, 800.0]
+    answer(
+        ResourceList(
+            provider=PROVIDER,
+            resources=[resource(clock, pid, age) for pid, age in zip(ids, ages, strict=True)],
+        )
+    )
+    log = RecordingLog()
+    capped_before = metric("proxyfleet_gc_capped_total", provider=PROVIDER)
+
+    report = await collector(nc, registry, clock, log, max_deletions=2).run_once()
+
+    assert sorted(d.resource.proxy_id for d in report.deletions) == sorted([ids[3], ids[1]])
+    assert len(await read(delete_intents, 5)) == 2
+    assert log.events("gc.capped") == [{"provider": PROVIDER, "orphans": 5, "max_deletions": 2}]
+    assert metric("proxyfleet_gc_capped_total", provider=PROVIDER) == capped_before + 1
 
 
 async def test_dry_run_reports_and_publishes_nothing(

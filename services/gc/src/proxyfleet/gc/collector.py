@@ -117,6 +117,17 @@ class Collector:
             proxies = dict(zip(ids, await self._registry.get_many(ids), strict=True))
             now = self._clock.now()
             plan = plan_deletions(self._installation_id, now, self._settings.min_age, mine, proxies)
+            if len(plan) > self._settings.max_deletions:
+                metrics.CAPPED.labels(provider=provider).inc()
+                self._log.warning(
+                    "gc.capped",
+                    provider=provider,
+                    orphans=len(plan),
+                    max_deletions=self._settings.max_deletions,
+                )
+                plan = sorted(plan, key=lambda d: d.age, reverse=True)[
+                    : self._settings.max_deletions
+                ]
             for deletion in plan:
                 await self._delete(provider, deletion)
                 out.deletions.append(deletion)

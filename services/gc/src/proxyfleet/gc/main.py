@@ -46,6 +46,12 @@ DryRun = Annotated[
     bool,
     typer.Option(envvar="PROXYFLEET_GC_DRY_RUN", help="Log what would be deleted; delete nothing."),
 ]
+MaxDeletions = Annotated[
+    int,
+    typer.Option(
+        envvar="PROXYFLEET_GC_MAX_DELETIONS", min=1, help="Most deletions per provider per round."
+    ),
+]
 RequestTimeout = Annotated[
     float,
     typer.Option(
@@ -83,6 +89,7 @@ def run(
     log_format: cli.LogFormat = _C.log_format,
     interval: Interval = _G.interval,
     min_age: MinAge = _G.min_age,
+    max_deletions: MaxDeletions = _G.max_deletions,
     dry_run: DryRun = _G.dry_run,
     request_timeout: RequestTimeout = _G.request_timeout,
     metrics_host: MetricsHost = _G.metrics_host,
@@ -102,6 +109,7 @@ def run(
     settings = GcSettings(
         interval=interval,
         min_age=min_age,
+        max_deletions=max_deletions,
         dry_run=dry_run,
         request_timeout=request_timeout,
         metrics_host=metrics_host,

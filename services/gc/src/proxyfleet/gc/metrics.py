@@ -25,3 +25,8 @@ SKIPS = Counter(
     "error_answer, bad_answer, error.",
     ["provider", "cause"],
 )
+CAPPED = Counter(
+    "proxyfleet_gc_capped_total",
+    "Rounds in which a provider had more orphans than --max-deletions (the rest waited).",
+    ["provider"],
+)

@@ -15,6 +15,10 @@ class GcSettings:
     dry_run: bool = False
     """Log what would be deleted, one line per resource, and publish nothing
     (env PROXYFLEET_GC_DRY_RUN)."""
+    max_deletions: int = 100
+    """Most deletions asked for per provider per round, oldest first. A safety cap: a wrong
+    Redis URL or namespace makes every resource look orphaned, and this bounds the damage
+    to one round's worth while the warning and metric say so (env PROXYFLEET_GC_MAX_DELETIONS)."""
     request_timeout: float = 5.0
     """Seconds to wait for a provisioner to answer the resources request; a provider that
     does not answer in time is skipped for the round (env PROXYFLEET_GC_REQUEST_TIMEOUT)."""
