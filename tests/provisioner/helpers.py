@@ -36,9 +36,18 @@ def processes_referring_to(text: str) -> list[int]:
 
 
 def kill_processes_referring_to(text: str) -> None:
-    for pid in processes_referring_to(text):
-        with contextlib.suppress(OSError):
-            os.kill(pid, signal.SIGKILL)
+    """SIGKILL every process mentioning text, with its whole process group (proxy.py forks
+    workers that outlive a killed parent); a second pass catches one forked meanwhile."""
+    for attempt in range(2):
+        for pid in processes_referring_to(text):
+            with contextlib.suppress(OSError):
+                group = os.getpgid(pid)
+                if group != os.getpgrp():  # never our own group (pytest and its children)
+                    os.killpg(group, signal.SIGKILL)
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        if attempt == 0:
+            time.sleep(0.2)
 
 
 def connect_status(port: int, target: str, credentials: str | None = None) -> int:
