@@ -77,7 +77,8 @@ async def test_renew_caps_at_max_ttl_and_expiry_releases(
     lease = await leases.grant(GrantRequest(ttl=10_000))
     assert lease.expires_at == clock.now() + 600
     clock.advance(5)
-    assert await leases.renew(lease.id, lease.epoch, 20) == clock.now() + 20
+    renewed = await leases.renew(lease.id, lease.epoch, 20)
+    assert (renewed.proxy_id, renewed.expires_at) == ("p1", clock.now() + 20)
     clock.advance(21)
     with pytest.raises(Conflict, match="expired"):
         await leases.renew(lease.id, lease.epoch, 20)

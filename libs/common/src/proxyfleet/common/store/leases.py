@@ -64,6 +64,13 @@ class GrantedProxy:
 
 
 @dataclass(frozen=True, slots=True)
+class Renewed:
+    lease_id: str
+    proxy_id: str
+    expires_at: float
+
+
+@dataclass(frozen=True, slots=True)
 class Released:
     lease_id: str
     proxy_id: str
@@ -141,11 +148,11 @@ class LeaseStore:
             return None
         return lease_from_hash(data), data.get("state", "active")
 
-    async def renew(self, lease_id: str, epoch: int, ttl: float) -> float:
+    async def renew(self, lease_id: str, epoch: int, ttl: float) -> Renewed:
         ttl = min(ttl, self.policy.max_ttl)
         res = await self._scripts.call("renew", lease_id, epoch, repr(self._clock.now()), repr(ttl))
         self._check(res, lease_id)
-        return float(res[1])
+        return Renewed(lease_id, str(res[2]), float(res[1]))
 
     async def release(self, lease_id: str, epoch: int) -> Released:
         now = repr(self._clock.now())

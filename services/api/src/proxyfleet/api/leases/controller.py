@@ -101,9 +101,12 @@ class LeaseController(Controller):
     ) -> RenewedLease:
         """Extend an active lease to now + ttl. 409 for a stale epoch or an ended lease."""
         body = strict(data, RenewLease)
-        lease, expires_at = await lease_service.renew(lease_id, body.epoch, body.ttl)
+        renewed = await lease_service.renew(lease_id, body.epoch, body.ttl)
         return RenewedLease(
-            lease_id=lease_id, proxy_id=lease.proxy_id, epoch=body.epoch, expires_at=expires_at
+            lease_id=lease_id,
+            proxy_id=renewed.proxy_id,
+            epoch=body.epoch,
+            expires_at=renewed.expires_at,
         )
 
     @post("/{lease_id:str}/report", status_code=HTTP_200_OK, responses=_ENDED)

@@ -17,7 +17,7 @@ from proxyfleet.common.errors import Conflict, NotFound, Unavailable
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.models import Lease, LeaseOutcome
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
-from proxyfleet.common.store.leases import GrantedProxy, Released
+from proxyfleet.common.store.leases import GrantedProxy, Released, Renewed
 
 log = get_logger(__name__)
 
@@ -83,16 +83,15 @@ class LeaseService:
             raise NotFound(f"lease {lease_id} not found")
         return found
 
-    async def renew(self, lease_id: str, epoch: int, ttl: float | None) -> tuple[Lease, float]:
-        expires_at = await self._store.renew(lease_id, epoch, self.ttl(ttl))
-        lease, _ = await self.get(lease_id)
+    async def renew(self, lease_id: str, epoch: int, ttl: float | None) -> Renewed:
+        renewed = await self._store.renew(lease_id, epoch, self.ttl(ttl))
         await self._messages.event(
             "lease.renewed",
-            lease.proxy_id,
+            renewed.proxy_id,
             lease_id=lease_id,
-            data={"epoch": epoch, "expires_at": expires_at},
+            data={"epoch": epoch, "expires_at": renewed.expires_at},
         )
-        return lease, expires_at
+        return renewed
 
     async def report(
         self, lease_id: str, epoch: int, outcome: LeaseOutcome, target: str

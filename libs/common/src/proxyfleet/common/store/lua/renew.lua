@@ -1,6 +1,6 @@
--- ARGV: ns, lease_id, epoch, now, ttl -> {1, expires_at} | {-1} | {-2, reason}
+-- ARGV: ns, lease_id, epoch, now, ttl -> {1, expires_at, proxy_id} | {-1} | {-2, reason}
 local lkey = k('lease', ARGV[2])
-local l = redis.call('HMGET', lkey, 'epoch', 'state', 'expires_at')
+local l = redis.call('HMGET', lkey, 'epoch', 'state', 'expires_at', 'proxy_id')
 if not l[1] then return {-1} end
 if l[2] ~= 'active' then return {-2, 'lease is ' .. l[2]} end
 if tonumber(ARGV[3]) ~= tonumber(l[1]) then return {-2, 'stale epoch'} end
@@ -9,4 +9,4 @@ if tonumber(l[3]) <= now then return {-2, 'lease has expired'} end
 local expires = now + tonumber(ARGV[5])
 redis.call('HSET', lkey, 'expires_at', expires)
 redis.call('ZADD', k('leases'), expires, ARGV[2])
-return {1, tostring(expires)}
+return {1, tostring(expires), l[4]}
