@@ -39,6 +39,8 @@ class Proxy(msgspec.Struct, kw_only=True):
     created_at: float
     updated_at: float
     labels: dict[str, str] = {}
+    placement: dict[str, str] = {}
+    """Provider-specific placement hints (e.g. KVM `image` or `image_url`)."""
     host: str = ""
     port: int = 0
     resource_id: str = ""
@@ -124,6 +126,7 @@ class ProxySpec(msgspec.Struct, kw_only=True):
     username: str
     password: str
     labels: dict[str, str] = {}
+    placement: dict[str, str] = {}
 
 
 class Provisioned(msgspec.Struct, kw_only=True):

@@ -32,6 +32,16 @@ Labels = Annotated[
     dict[LabelKey, LabelValue],
     msgspec.Meta(max_length=32, description="Up to 32 labels, key -> value."),
 ]
+PlacementKey = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9_]{0,31}$")]
+PlacementValue = Annotated[str, msgspec.Meta(max_length=2048)]
+Placement = Annotated[
+    dict[PlacementKey, PlacementValue],
+    msgspec.Meta(
+        max_length=16,
+        description="Provider-specific placement, e.g. KVM: image (a key of the provider's "
+        "images) or image_url (+ image_sha256, image_firmware).",
+    ),
+]
 ProxyId = Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")]
 Target = Annotated[
     str,

@@ -104,6 +104,7 @@ class IntentHandler:
             username=proxy.username,
             password=proxy.password,
             labels=proxy.labels,
+            placement=proxy.placement,
         )
         try:
             done = await timed_call(self._name, "create", self._provider.create(spec))

@@ -29,6 +29,7 @@ def proxy_to_hash(proxy: Proxy) -> dict[str, str]:
 def proxy_from_hash(data: dict[str, str]) -> Proxy:
     raw: dict[str, Any] = {k: v for k, v in data.items() if k in _PROXY_FIELDS}
     raw["labels"] = _labels.decode(raw["labels"]) if raw.get("labels") else {}
+    raw["placement"] = _labels.decode(raw["placement"]) if raw.get("placement") else {}
     return msgspec.convert(raw, Proxy, strict=False)
 
 

@@ -30,7 +30,9 @@ class ProxyController(Controller):
     ) -> ProxyBatch:
         """Create `count` proxies: stored as pending, then provisioned asynchronously."""
         body = strict(data, CreateProxies)
-        proxies = await proxy_service.create(body.provider, body.zone, body.count, body.labels)
+        proxies = await proxy_service.create(
+            body.provider, body.zone, body.count, body.labels, body.placement
+        )
         return ProxyBatch(items=[ProxyOut.of(p) for p in proxies])
 
     @get("/", responses=error_responses(400, 401, 403))

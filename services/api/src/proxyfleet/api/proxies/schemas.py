@@ -6,7 +6,7 @@ from typing import Annotated
 
 import msgspec
 
-from proxyfleet.api.fields import Labels, ProviderName, ZoneName
+from proxyfleet.api.fields import Labels, Placement, ProviderName, ZoneName
 from proxyfleet.common.models import Phase, Proxy
 
 
@@ -19,6 +19,8 @@ class CreateProxies(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     """One of the provider's zones; default: its first."""
     labels: Labels = {}
     """Labels every created proxy carries (leases can select on them)."""
+    placement: Placement = {}
+    """Provider-specific placement every created proxy gets (see the provider's docs)."""
 
 
 class ProxyOut(msgspec.Struct, kw_only=True):
@@ -30,6 +32,7 @@ class ProxyOut(msgspec.Struct, kw_only=True):
     phase: Phase
     gen: int
     labels: dict[str, str]
+    placement: dict[str, str]
     host: str
     port: int
     reason: str
@@ -52,6 +55,7 @@ class ProxyOut(msgspec.Struct, kw_only=True):
             phase=p.phase,
             gen=p.gen,
             labels=p.labels,
+            placement=p.placement,
             host=p.host,
             port=p.port,
             reason=p.reason,

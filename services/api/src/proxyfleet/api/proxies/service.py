@@ -48,7 +48,12 @@ class ProxyService:
         self._clock = clock
 
     async def create(
-        self, provider_name: str, zone: str | None, count: int, labels: dict[str, str]
+        self,
+        provider_name: str,
+        zone: str | None,
+        count: int,
+        labels: dict[str, str],
+        placement: dict[str, str] | None = None,
     ) -> list[Proxy]:
         """Store `count` pending proxies, then ask their provider to create them."""
         provider = self._catalog.get(provider_name)
@@ -69,6 +74,7 @@ class ProxyService:
                     created_at=now,
                     updated_at=now,
                     labels=dict(labels),
+                    placement=dict(placement or {}),
                 )
             )
         created = await _batched([self._registry.create(p) for p in proxies])
