@@ -21,7 +21,7 @@ from proxyfleet.common.logging import configure_logging
 from proxyfleet.common.providers_config import (
     LocalSettings,
     ProviderConfig,
-    load_providers_config,
+    load_provider,
 )
 from proxyfleet.common.runner import RunnerSettings, run_provisioner
 from proxyfleet.common.settings import CommonSettings
@@ -95,14 +95,8 @@ def serve(
 
 
 def _local_provider(path: str, name: str) -> tuple[ProviderConfig, LocalSettings]:
-    config = load_providers_config(path)
-    try:
-        found = config.get(name)
-    except KeyError:
-        names = ", ".join(p.name for p in config.providers)
-        raise ConfigError(f"{path}: no provider named {name!r} (found: {names})") from None
-    if found.type != "local" or found.local is None:
-        raise ConfigError(f"{path}: provider {name!r} is of type {found.type!r}, not 'local'")
+    found = load_provider(path, name, "local")
+    assert found.local is not None  # the config check requires the section for its type
     return found, found.local
 
 
