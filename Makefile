@@ -3,7 +3,31 @@ SHELL := /bin/bash
 UV ?= $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 export UV_LINK_MODE ?= copy
 
-.PHONY: run test lint fmt setup uv-installed system-packages bench bench-packages clean
+.PHONY: run test lint fmt setup uv-installed build-packages proxy-packages kvm-packages \
+	system-packages bench bench-packages clean
+
+# Debian packages, each installed once: apt runs only for those dpkg does not list as installed.
+BUILD_PACKAGES := libvirt-dev pkg-config
+KVM_PACKAGES := libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 \
+	qemu-utils ovmf dnsmasq-base iptables
+
+# $(call apt-install,PACKAGES,WHAT): install the missing PACKAGES as root; otherwise say how.
+define apt-install
+	@missing=$$(for p in $(1); do \
+		dpkg-query -W -f='$${db:Status-Status}' $$p 2>/dev/null | grep -qx installed || echo $$p; \
+	done); \
+	if [ -z "$$missing" ]; then :; \
+	elif ! command -v apt-get >/dev/null; then \
+		echo "$(2): not a Debian system; install the equivalents of:" $$missing; \
+	elif [ "$$(id -u)" != 0 ]; then \
+		echo "$(2): not root, so not installing:" $$missing "(run 'sudo make $@')"; \
+	else \
+		echo "installing" $$missing "($(2))"; \
+		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+			--no-install-recommends $$missing) >/dev/null 2>&1 \
+		|| echo "$(2): apt-get could not install:" $$missing; \
+	fi
+endef
 
 # uv bootstraps everything else. Debian's Python refuses --user installs (PEP 668) unless
 # told otherwise; uv is one self-contained binary, so that is safe. `python3 -m uv` finds it
@@ -13,17 +37,27 @@ uv-installed:
 		|| python3 -m pip install --user --quiet uv \
 		|| python3 -m pip install --user --quiet --break-system-packages uv
 
-setup: uv-installed ## Install the workspace (all members and dev tools) from uv.lock
+setup: uv-installed build-packages ## Install the workspace (all members and dev tools) from uv.lock
 	$(UV) sync --all-packages --frozen
 
-system-packages: ## Squid for local proxies (optional: proxy.py is the fallback)
+build-packages: ## libvirt-dev: `uv sync` builds libvirt-python (an sdist) against it
+	$(call apt-install,$(BUILD_PACKAGES),libvirt-python's build dependencies)
+
+proxy-packages: ## Squid for local proxies (optional: proxy.py is the fallback)
 	@if ! command -v squid >/dev/null && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
 		echo "installing squid (local proxies use proxy.py until it is there)"; \
 		(apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends squid) >/dev/null 2>&1 \
 		|| echo "squid could not be installed: local proxies will use proxy.py"; \
 	fi
 
-run: setup system-packages ## Start NATS, Redis, every service and the local provider
+# iptables: libvirt needs it for NAT (and isolated) networks; Debian's libvirt-daemon-system
+# depends on it. Without it the KVM test fixture falls back to an open-mode network.
+kvm-packages: ## libvirtd, QEMU, OVMF, dnsmasq: the KVM tests run a real libvirtd (as root)
+	$(call apt-install,$(KVM_PACKAGES),the KVM tests)
+
+system-packages: build-packages proxy-packages kvm-packages ## Every Debian package the tests use
+
+run: proxy-packages setup ## Start NATS, Redis, every service and the local provider
 	$(UV) run --frozen proxyfleet-dev run
 
 lint: setup ## ruff, mypy (strict), import contracts
@@ -36,7 +70,7 @@ fmt: setup
 	$(UV) run --frozen ruff check --fix .
 	$(UV) run --frozen ruff format .
 
-test: setup system-packages lint ## Everything: lint, unit, store, services, end-to-end
+test: system-packages setup lint ## Everything: lint, unit, store, services, end-to-end
 	$(UV) run --frozen pytest
 
 bench-packages: ## wrk, the C load generator the API benchmarks use
@@ -46,7 +80,7 @@ bench-packages: ## wrk, the C load generator the API benchmarks use
 		|| echo "wrk could not be installed: the API benchmarks will say so"; \
 	fi
 
-bench: setup system-packages bench-packages ## Measure the hot paths; writes docs/performance.md
+bench: proxy-packages bench-packages setup ## Measure the hot paths; writes docs/performance.md
 	$(UV) run --frozen proxyfleet-bench run
 
 clean:

@@ -1,0 +1,1 @@
+"""proxyfleet-provisioner-kvm: proxies as VMs on libvirt hosts reached over SSH."""

@@ -1,0 +1,242 @@
+"""The KVM provider: the Provider port over libvirt hosts reached through SSH tunnels.
+
+create: pick the zone's host, make sure the base image is in its pool, add the VM's
+overlay and cloud-init seed, define and start the domain, wait for the guest's address.
+Every step first looks for what an earlier attempt left, so a retried or redelivered
+create adopts instead of duplicating.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import time
+from collections.abc import Callable, Mapping
+from pathlib import Path
+
+from proxyfleet.common.clock import Clock, SystemClock
+from proxyfleet.common.errors import (
+    PermanentProviderError,
+    ProviderError,
+    TemporaryProviderError,
+)
+from proxyfleet.common.logging import get_logger
+from proxyfleet.common.models import ManagedResource, Provisioned, ProxySpec
+from proxyfleet.common.providers_config import KvmHost, KvmSettings
+from proxyfleet.provisioner_kvm.domains import Domains
+from proxyfleet.provisioner_kvm.host import Connector, HostSession, SshConnector
+from proxyfleet.provisioner_kvm.image_store import ImageStore
+from proxyfleet.provisioner_kvm.libvirt_calls import silence_libvirt_stderr
+from proxyfleet.provisioner_kvm.pure.cloud_init import (
+    CloudInitSpec,
+    render_meta_data,
+    render_network_config,
+    render_user_data,
+)
+from proxyfleet.provisioner_kvm.pure.domain_xml import DomainSpec, render_domain_xml
+from proxyfleet.provisioner_kvm.pure.images import ImageRef, resolve_image
+from proxyfleet.provisioner_kvm.pure.names import (
+    base_volume_name,
+    domain_name,
+    overlay_volume_name,
+    parse_resource_id,
+    resource_id,
+    seed_volume_name,
+)
+from proxyfleet.provisioner_kvm.pure.seed_iso import build_seed_iso
+from proxyfleet.provisioner_kvm.pure.volume_xml import seed_volume_xml
+from proxyfleet.provisioner_kvm.volumes import Pool
+
+log = get_logger("proxyfleet.kvm")
+GIB = 1 << 30
+
+
+class KvmProvider:
+    """Each proxy is a VM (Squid configured by cloud-init) on one of the configured hosts."""
+
+    def __init__(
+        self,
+        settings: KvmSettings,
+        installation_id: str,
+        *,
+        connector_for: Callable[[KvmHost], Connector] = SshConnector,
+        image_store: ImageStore | None = None,
+        clock: Clock | None = None,
+        address_poll_interval: float = 3.0,
+        trace_full: bool = False,
+    ) -> None:
+        silence_libvirt_stderr()
+        self._settings = settings
+        self._installation_id = installation_id
+        self._images = image_store or ImageStore(Path(settings.image_cache_dir))
+        self._clock = clock or SystemClock()
+        self._poll = address_poll_interval
+        self.sessions: Mapping[str, HostSession] = {
+            h.name: HostSession(h, connector_for(h), trace_full=trace_full) for h in settings.hosts
+        }
+
+    # ---- the Provider port ------------------------------------------------------------
+
+    async def create(self, spec: ProxySpec) -> Provisioned:
+        session = self._host_for(spec.zone, spec.proxy_id)
+        domains = Domains(session)
+        name = domain_name(spec.proxy_id)
+        state = await domains.state(name)
+        if state is None:
+            await self._build(
+                session,
+                spec,
+                resolve_image(spec.placement, self._settings.images, self._settings.default_image),
+            )
+        elif state.identity is None or state.identity.proxy_id != spec.proxy_id:
+            raise PermanentProviderError(
+                f"host {session.host.name}: a domain named {name} exists but is not this proxy's"
+            )
+        else:
+            log.info(
+                "adopting existing domain",
+                proxy_id=spec.proxy_id,
+                domain=name,
+                host=session.host.name,
+                active=state.active,
+            )
+            if not state.active:
+                await domains.start(name)
+        address = await self._wait_for_address(domains, name, session.host.network)
+        return Provisioned(
+            resource_id=resource_id(session.host.name, spec.proxy_id),
+            host=address,
+            port=self._settings.proxy_port,
+        )
+
+    async def delete(self, proxy_id: str, resource_id: str) -> None:
+        if resource_id:
+            host_name, _ = _parse(resource_id)
+            session = self.sessions.get(host_name)
+            if session is None:
+                raise PermanentProviderError(f"resource {resource_id}: no host named {host_name}")
+            await self._remove(session, proxy_id)
+            return
+        # No resource id (the create never finished): look on every host.
+        errors = []
+        for session in self.sessions.values():
+            try:
+                await self._remove(session, proxy_id)
+            except TemporaryProviderError as exc:
+                errors.append(str(exc))
+        if errors:
+            raise TemporaryProviderError("; ".join(errors))
+
+    async def list_managed(self) -> list[ManagedResource]:
+        """Domains with Proxyfleet metadata on every reachable host. A host that is down is
+        skipped with a warning: its domains are simply not candidates for deletion."""
+        found: list[ManagedResource] = []
+        results = await asyncio.gather(
+            *(Domains(s).list_ours() for s in self.sessions.values()), return_exceptions=True
+        )
+        for session, result in zip(self.sessions.values(), results, strict=True):
+            if isinstance(result, BaseException):
+                if not isinstance(result, ProviderError):
+                    raise result
+                log.warning("host skipped in listing", host=session.host.name, error=str(result))
+                continue
+            for state in result:
+                assert state.identity is not None
+                found.append(
+                    ManagedResource(
+                        resource_id=resource_id(session.host.name, state.identity.proxy_id),
+                        proxy_id=state.identity.proxy_id,
+                        installation_id=state.identity.installation_id,
+                        created_at=state.identity.created_at,
+                        zone=session.host.zone,
+                    )
+                )
+        return found
+
+    async def close(self) -> None:
+        """Close every SSH tunnel and libvirt connection; the VMs keep running."""
+        await asyncio.gather(*(s.close() for s in self.sessions.values()))
+
+    # ---- steps ------------------------------------------------------------------------
+
+    def _host_for(self, zone: str, proxy_id: str) -> HostSession:
+        """The zone's host for this proxy: stable across retries (a hash of the id)."""
+        hosts = sorted(n for n, s in self.sessions.items() if s.host.zone == zone)
+        if not hosts:
+            raise PermanentProviderError(f"no KVM host serves zone {zone!r}")
+        pick = int.from_bytes(hashlib.sha256(proxy_id.encode()).digest()[:4], "big")
+        return self.sessions[hosts[pick % len(hosts)]]
+
+    async def _build(self, session: HostSession, spec: ProxySpec, image: ImageRef) -> None:
+        s, host, pool = self._settings, session.host, Pool(session)
+        base_name = base_volume_name(image)
+        base = await pool.ensure_base(base_name, image.format, lambda: self._images.fetch(image))
+        capacity = max(s.disk_gib * GIB, await pool.capacity_of(base_name))
+        disk = await pool.ensure_overlay(
+            overlay_volume_name(spec.proxy_id), capacity, base, image.format
+        )
+        seed_iso = build_seed_iso(
+            render_user_data(
+                CloudInitSpec(
+                    proxy_id=spec.proxy_id,
+                    hostname=domain_name(spec.proxy_id),
+                    username=spec.username,
+                    password=spec.password,
+                    proxy_port=s.proxy_port,
+                    connect_ports=list(s.connect_ports),
+                    deny_private_destinations=s.deny_private_destinations,
+                )
+            ),
+            render_meta_data(spec.proxy_id, domain_name(spec.proxy_id)),
+            render_network_config(),
+        )
+        seed_name = seed_volume_name(spec.proxy_id)
+        seed = await pool.replace_small(
+            seed_name, seed_volume_xml(seed_name, len(seed_iso)), seed_iso
+        )
+        xml = render_domain_xml(
+            DomainSpec(
+                name=domain_name(spec.proxy_id),
+                proxy_id=spec.proxy_id,
+                installation_id=self._installation_id,
+                created_at=self._clock.now(),
+                vcpus=s.vcpus,
+                memory_mib=s.memory_mib,
+                disk_path=disk,
+                disk_format="qcow2",
+                seed_path=seed,
+                network=host.network,
+                firmware=image.firmware,
+                domain_type=host.domain_type,
+            )
+        )
+        await Domains(session).define_and_start(domain_name(spec.proxy_id), xml)
+        log.info("domain started", proxy_id=spec.proxy_id, host=host.name, image=image.key)
+
+    async def _wait_for_address(self, domains: Domains, name: str, network: str) -> str:
+        deadline = time.monotonic() + self._settings.address_timeout
+        while True:
+            address = await domains.address(name, network)
+            if address:
+                return address
+            if time.monotonic() >= deadline:
+                raise TemporaryProviderError(
+                    f"domain {name}: no address from the guest agent or DHCP after "
+                    f"{self._settings.address_timeout:g} s (still booting?)"
+                )
+            await asyncio.sleep(self._poll)
+
+    async def _remove(self, session: HostSession, proxy_id: str) -> None:
+        pool = Pool(session)
+        removed = await Domains(session).remove(domain_name(proxy_id))
+        for volume in (overlay_volume_name(proxy_id), seed_volume_name(proxy_id)):
+            removed = await pool.delete(volume) or removed
+        if removed:
+            log.info("domain deleted", proxy_id=proxy_id, host=session.host.name)
+
+
+def _parse(rid: str) -> tuple[str, str]:
+    try:
+        return parse_resource_id(rid)
+    except ValueError:
+        raise PermanentProviderError(f"resource id {rid!r}: expected <host>/<domain>") from None

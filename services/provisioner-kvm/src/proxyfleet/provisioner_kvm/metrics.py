@@ -1,0 +1,38 @@
+"""Prometheus metrics of the KVM provisioner (the runner's provider-call metrics come on top)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Histogram
+
+from proxyfleet.common.metrics import LATENCY_BUCKETS
+
+LIBVIRT_CALL_SECONDS = Histogram(
+    "proxyfleet_kvm_libvirt_call_seconds",
+    "Latency of libvirt calls by host, call and result (ok or error).",
+    ["host", "call", "result"],
+    buckets=LATENCY_BUCKETS,
+)
+LIBVIRT_ERRORS = Counter(
+    "proxyfleet_kvm_libvirt_errors_total",
+    "libvirt calls that failed, by host, call and libvirt error code name.",
+    ["host", "call", "code"],
+)
+IMAGE_CACHE = Counter(
+    "proxyfleet_kvm_image_cache_total",
+    "Base image lookups in a host's pool: hit (volume there) or miss (downloaded/uploaded).",
+    ["host", "result"],
+)
+UPLOAD_BYTES = Counter(
+    "proxyfleet_kvm_upload_bytes_total",
+    "Bytes uploaded into storage pools (base images and seed ISOs), by host.",
+    ["host"],
+)
+DOWNLOAD_BYTES = Counter(
+    "proxyfleet_kvm_image_download_bytes_total",
+    "Bytes of base images downloaded by the provisioner.",
+)
+SSH_CONNECTS = Counter(
+    "proxyfleet_kvm_ssh_connects_total",
+    "SSH connections (with the libvirt socket forwarded) opened, by host and result.",
+    ["host", "result"],
+)
