@@ -46,6 +46,20 @@ async def test_create_stores_pending_proxies_and_publishes(
     assert pending.schema_version == 1
 
 
+async def test_create_with_a_placement_stores_and_shows_it(api: Api) -> None:
+    placement = {"image_url": "https://images.example/d12.qcow2", "image_firmware": "bios"}
+    r = await api.admin.post("/v1/proxies", json={"provider": PROVIDER, "placement": placement})
+    assert r.status_code == 202, r.text
+    (item,) = r.json()["items"]
+    assert item["placement"] == placement
+    stored = await api.registry.get(item["id"])
+    assert stored is not None
+    assert stored.placement == placement
+    r = await api.admin.post("/v1/proxies", json={"provider": PROVIDER})
+    (plain,) = r.json()["items"]
+    assert plain["placement"] == {}
+
+
 async def test_create_in_a_named_zone(api: Api) -> None:
     r = await api.admin.post("/v1/proxies", json={"provider": PROVIDER, "zone": "z2"})
     assert r.status_code == 202
@@ -66,6 +80,8 @@ async def test_create_refuses_bad_input_without_changing_state(
         ({"provider": PROVIDER, "labels": {"a": 1}}, "invalid_input"),
         ({"provider": PROVIDER, "labels": {"bad key!": "v"}}, "invalid_input"),
         ({"provider": PROVIDER, "surprise": True}, "invalid_input"),
+        ({"provider": PROVIDER, "placement": {"Image": "x"}}, "invalid_input"),
+        ({"provider": PROVIDER, "placement": {"image": 3}}, "invalid_input"),
         ({"count": 1}, "invalid_input"),
         ([1, 2], "invalid_input"),
     ]

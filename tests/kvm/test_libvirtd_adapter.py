@@ -19,6 +19,8 @@ import pytest
 import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
 from prometheus_client import REGISTRY
+from tests.kvm.conftest import LibvirtDaemon
+from tests.provisioner.helpers import fast_settings, wait_until
 
 from proxyfleet.common.clock import SystemClock
 from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
@@ -42,8 +44,6 @@ from proxyfleet.provisioner_kvm.pure.names import (
 )
 from proxyfleet.provisioner_kvm.pure.seed_iso import read_seed_iso
 from proxyfleet.provisioner_kvm.volumes import COMPLETE_SUFFIX, Pool
-from tests.kvm.conftest import LibvirtDaemon
-from tests.provisioner.helpers import fast_settings, wait_until
 
 INSTALLATION = "inst-kvm"
 

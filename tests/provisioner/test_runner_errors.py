@@ -47,10 +47,12 @@ class FlakyProvider:
         self.list_error = list_error
         self.create_seconds = create_seconds
         self.create_calls: list[float] = []
+        self.specs: list[ProxySpec] = []
         self.delete_calls: list[str] = []
 
     async def create(self, spec: ProxySpec) -> Provisioned:
         self.create_calls.append(time.monotonic())
+        self.specs.append(spec)
         await asyncio.sleep(self.create_seconds)
         if self.create_errors:
             raise self.create_errors.pop(0)
@@ -108,6 +110,24 @@ async def test_temporary_errors_are_retried_with_backoff(
     assert provider_calls(provider_name, "create", "ok") == 1
     await wait_until(lambda: _types(event_log, proxy.id, 2), 5, "two events")
     assert event_log.types_of(proxy.id) == ["proxy.provisioning", "proxy.booting"]
+
+
+async def test_the_provider_gets_the_proxy_s_labels_and_placement(
+    provider_name: str,
+    registry: ProxyRegistry,
+    publisher: Publisher,
+    start_runner: RunnerFactory,
+) -> None:
+    fake = FlakyProvider()
+    await start_runner(fake, fast_settings(provider_name))
+    proxy = await add_pending_proxy(registry, provider_name)
+    placement = {"image": "debian-12"}
+    await registry.update(proxy.id, labels={"team": "qa"}, placement=placement)
+    await publisher.intent(provider_name, CreateIntent(proxy_id=proxy.id))
+    await wait_for_phase(registry, proxy.id, Phase.BOOTING)
+    (spec,) = fake.specs
+    assert (spec.labels, spec.placement) == ({"team": "qa"}, placement)
+    assert (spec.username, spec.password) == (proxy.username, proxy.password)
 
 
 async def test_temporary_errors_until_the_last_delivery_fail_the_proxy(

@@ -10,10 +10,11 @@ from typing import Any, Protocol, TypeVar
 
 import libvirt
 
-from proxyfleet.common.errors import TemporaryProviderError
+from proxyfleet.common.errors import ProviderError, TemporaryProviderError
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.providers_config import KvmHost
 from proxyfleet.provisioner_kvm.libvirt_calls import ConnectionBroken, LibvirtCalls
+from proxyfleet.provisioner_kvm.metrics import SSH_CONNECTS
 from proxyfleet.provisioner_kvm.tunnel import SshTunnel
 
 T = TypeVar("T")
@@ -99,9 +100,14 @@ class HostSession:
                 uri = await self._connector.open()
                 self._conn = await self.calls.run("open", lambda: libvirt.open(uri))
             except ConnectionBroken as exc:
+                SSH_CONNECTS.labels(self.host.name, "error").inc()
                 raise TemporaryProviderError(
                     f"host {self.host.name} (zone {self.host.zone}) unreachable: {exc}"
                 ) from None
+            except ProviderError:
+                SSH_CONNECTS.labels(self.host.name, "error").inc()
+                raise
+            SSH_CONNECTS.labels(self.host.name, "ok").inc()
             log.info("libvirt connected", host=self.host.name, zone=self.host.zone)
             return self._conn
 

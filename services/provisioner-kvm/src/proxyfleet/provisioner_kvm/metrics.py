@@ -33,6 +33,7 @@ DOWNLOAD_BYTES = Counter(
 )
 SSH_CONNECTS = Counter(
     "proxyfleet_kvm_ssh_connects_total",
-    "SSH connections (with the libvirt socket forwarded) opened, by host and result.",
+    "Connections to a host's libvirt (SSH with the socket forwarded, then libvirt's open), "
+    "by host and result.",
     ["host", "result"],
 )
