@@ -4,7 +4,7 @@ UV ?= $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 export UV_LINK_MODE ?= copy
 
 .PHONY: run test lint fmt setup uv-installed build-packages proxy-packages kvm-packages \
-	system-packages bench bench-packages clean
+	system-packages bench bench-packages clean test-integration-kvm
 
 # Debian packages, each installed once: apt runs only for those dpkg does not list as installed.
 BUILD_PACKAGES := libvirt-dev pkg-config
@@ -72,6 +72,9 @@ fmt: setup
 
 test: system-packages setup lint ## Everything: lint, unit, store, services, end-to-end
 	$(UV) run --frozen pytest
+
+test-integration-kvm: system-packages setup ## Opt-in: boot a real VM (image: PROXYFLEET_KVM_IMAGE) through the whole system
+	PROXYFLEET_INTEGRATION_KVM=1 $(UV) run --frozen pytest -s --timeout 3600 tests/kvm/integration
 
 bench-packages: ## wrk, the C load generator the API benchmarks use
 	@if ! command -v wrk >/dev/null && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \

@@ -52,6 +52,15 @@ class StackOptions:
     """Where prefixed service output goes (None: only to the log files)."""
     extra_args: dict[str, list[str]] = field(default_factory=dict)
     """More command-line flags per service name (api, provisioner, health, gc)."""
+    target_host: str = "127.0.0.1"
+    """Address the HTTPS target listens on (and its certificate names). VMs reach the
+    target only on an address of theirs, such as a libvirt network's bridge."""
+    target_port: int = 0
+    """Port of the HTTPS target (0: a free one)."""
+    extra_providers: str = ""
+    """More entries of the providers config's `providers:` list (YAML, indented by two)."""
+    extra_services: dict[str, list[str]] = field(default_factory=dict)
+    """More services to start, name -> command line (another provider's provisioner)."""
 
 
 @dataclass
@@ -98,7 +107,8 @@ class Stack:
             self.redis_url = redis.url
 
     def _start_target(self, base: Path) -> None:
-        port = free_port()
+        port = self.opts.target_port or free_port()
+        host = self.opts.target_host
         tls = base / "tls"
         self.start_service(
             "target",
@@ -106,14 +116,16 @@ class Stack:
                 sys.executable,
                 "-m",
                 "proxyfleet.devstack.target",
+                "--host",
+                host,
                 "--port",
                 str(port),
                 "--dir",
                 str(tls),
             ],
         )
-        wait_tcp("127.0.0.1", port, timeout=20)
-        self.target_url = f"https://127.0.0.1:{port}/"
+        wait_tcp(host, port, timeout=20)
+        self.target_url = f"https://{host}:{port}/"
         self.ca_file = str(tls / "ca.pem")
 
     def _write_providers_config(self, base: Path) -> None:
@@ -129,7 +141,7 @@ class Stack:
             "    local:\n"
             f"      state_dir: {base / 'local-proxies'}\n"
             f"      engine: {self.opts.engine}\n"
-            f"      connect_ports: [443, {target_port}]\n"
+            f"      connect_ports: [443, {target_port}]\n" + self.opts.extra_providers
         )
         self.providers_config = str(path)
 
@@ -188,6 +200,7 @@ class Stack:
                 str(free_port()),
             ],
         }
+        commands.update(o.extra_services)
         for name, args in o.extra_args.items():
             commands[name] = commands[name] + args
         return commands

@@ -49,8 +49,11 @@ class TlsFiles:
         return self.ca.is_file() and self.cert.is_file() and self.key.is_file()
 
 
-def make_tls_material(directory: Path, *, reuse: bool = True) -> TlsFiles:
-    """A CA and a server certificate for 127.0.0.1/localhost in `directory`.
+def make_tls_material(
+    directory: Path, *, reuse: bool = True, extra_identities: Sequence[str] = ()
+) -> TlsFiles:
+    """A CA and a server certificate for 127.0.0.1/localhost (and `extra_identities`) in
+    `directory`.
 
     With `reuse`, files already there are kept, so clients configured with the CA keep
     trusting a restarted target.
@@ -60,7 +63,7 @@ def make_tls_material(directory: Path, *, reuse: bool = True) -> TlsFiles:
         return files
     directory.mkdir(parents=True, exist_ok=True)
     ca = trustme.CA(organization_name="proxyfleet dev")
-    leaf = ca.issue_cert(*IDENTITIES)
+    leaf = ca.issue_cert(*IDENTITIES, *(i for i in extra_identities if i not in IDENTITIES))
     ca.cert_pem.write_to_path(str(files.ca))
     files.cert.write_bytes(b"".join(blob.bytes() for blob in leaf.cert_chain_pems))
     files.key.touch(mode=0o600)
@@ -114,7 +117,7 @@ async def start_target(host: str, port: int, files: TlsFiles) -> asyncio.Server:
 
 
 async def _serve(host: str, port: int, directory: Path) -> None:
-    files = make_tls_material(directory)
+    files = make_tls_material(directory, extra_identities=[host])
     server = await start_target(host, port, files)
     bound = server.sockets[0].getsockname()[1]
     print(f"listening on https://{host}:{bound}", flush=True)

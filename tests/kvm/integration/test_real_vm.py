@@ -1,0 +1,180 @@
+"""A real VM as a proxy, through the whole system: the API asks for a `kvm` proxy, the
+KVM provisioner (a process, over SSH to the session's libvirtd) uploads the image, builds
+the seed and boots the guest, the guest agent reports its address, health probes it with a
+real CONNECT + TLS through Squid in the guest, a client leases it and fetches a page
+through it, and the delete removes the domain and its volumes.
+
+Image: PROXYFLEET_KVM_IMAGE (a local qcow2 with cloud-init, Squid and the guest agent;
+`deploy/kvm/build-image.sh` builds one from Debian's packages) or PROXYFLEET_KVM_IMAGE_URL;
+PROXYFLEET_KVM_FIRMWARE (uefi|bios, default uefi); PROXYFLEET_KVM_BOOT_TIMEOUT (s, default
+1200). Timings are printed (run with -s) and kept in the test's log folder."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import libvirt
+import pytest
+from tests.kvm.conftest import LibvirtDaemon
+
+from proxyfleet.common.providers_config import KvmHost
+from proxyfleet.devstack.servers import free_port
+from proxyfleet.devstack.stack import Stack, StackOptions, _bin
+from proxyfleet.provisioner_kvm.pure.names import domain_name
+
+DEFAULT_IMAGE = "/var/tmp/pf-image/debian-12-proxy.qcow2"
+BOOT_TIMEOUT = float(os.environ.get("PROXYFLEET_KVM_BOOT_TIMEOUT", "1200"))
+
+
+def image_url() -> str:
+    if url := os.environ.get("PROXYFLEET_KVM_IMAGE_URL"):
+        return url
+    path = Path(os.environ.get("PROXYFLEET_KVM_IMAGE", DEFAULT_IMAGE))
+    if not path.is_file():
+        pytest.fail(
+            f"no guest image at {path}: build one with `sudo deploy/kvm/build-image.sh {path}` "
+            "or set PROXYFLEET_KVM_IMAGE / PROXYFLEET_KVM_IMAGE_URL"
+        )
+    return f"file://{path.resolve()}"
+
+
+def kvm_provider_yaml(host: KvmHost, target_port: int, cache: Path) -> str:
+    firmware = os.environ.get("PROXYFLEET_KVM_FIRMWARE", "uefi")
+    return f"""  - name: onprem
+    type: kvm
+    zones: [{host.zone}]
+    boot_timeout: {BOOT_TIMEOUT}
+    kvm:
+      hosts:
+        - name: {host.name}
+          zone: {host.zone}
+          ssh_address: "{host.ssh_address}"
+          ssh_user: {host.ssh_user}
+          ssh_key_file: {host.ssh_key_file}
+          host_key: {host.host_key}
+          libvirt_socket: {host.libvirt_socket}
+          storage_pool: {host.storage_pool}
+          network: {host.network}
+          domain_type: qemu
+      images:
+        proxy: {{url: "{image_url()}", firmware: {firmware}}}
+      default_image: proxy
+      memory_mib: 1024
+      connect_ports: [443, {target_port}]
+      # The test target listens on the libvirt bridge, a private address.
+      deny_private_destinations: false
+      address_timeout: {BOOT_TIMEOUT}
+      image_cache_dir: {cache}
+"""
+
+
+@pytest.fixture
+async def stack(
+    tmp_path: Path, kvm_host: KvmHost, libvirtd: LibvirtDaemon, nats_url: str, redis_url: str
+) -> AsyncIterator[Stack]:
+    assert libvirtd.bridge_address, "the network needs a bridge address the guest can reach"
+    target_port = free_port()
+    opts = StackOptions(
+        base_dir=tmp_path / "stack",
+        api_port=0,
+        nats_url=nats_url,
+        redis_url=redis_url,
+        health_interval=5.0,
+        boot_timeout=30.0,
+        target_host=libvirtd.bridge_address,
+        target_port=target_port,
+        extra_providers=kvm_provider_yaml(kvm_host, target_port, tmp_path / "cache"),
+        extra_services={
+            "provisioner-kvm": [
+                _bin("proxyfleet-provisioner-kvm"),
+                "--provider",
+                "onprem",
+                "--metrics-port",
+                str(free_port()),
+            ]
+        },
+        installation_id="it-kvm",
+        echo=None,
+    )
+    s = Stack(opts)
+    # The provisioner reaches libvirtd through the SSH server on this test's event loop:
+    # start (and stop) the stack in a thread so the loop keeps serving it.
+    await asyncio.to_thread(s.start)
+    yield s
+    await asyncio.to_thread(s.stop)
+
+
+async def wait_phase(
+    api: httpx.AsyncClient, proxy_id: str, phases: set[str], within: float
+) -> dict[str, Any]:
+    deadline = time.monotonic() + within
+    while True:
+        proxy = (await api.get(f"/v1/proxies/{proxy_id}")).json()
+        if proxy["phase"] in phases:
+            return proxy  # type: ignore[no-any-return]
+        if proxy["phase"] == "failed" or time.monotonic() > deadline:
+            raise AssertionError(f"proxy {proxy_id}: {proxy['phase']} ({proxy['reason']})")
+        await asyncio.sleep(2)
+
+
+def domain_exists(uri: str, name: str) -> bool:
+    conn = libvirt.open(uri)
+    try:
+        conn.lookupByName(name)
+    except libvirt.libvirtError:
+        return False
+    finally:
+        conn.close()
+    return True
+
+
+async def test_a_real_vm_boots_is_probed_leased_and_deleted(
+    stack: Stack, libvirtd: LibvirtDaemon
+) -> None:
+    timings: dict[str, float] = {}
+    started = time.monotonic()
+    admin = {"Authorization": f"Bearer {stack.admin_token}"}
+    client = {"Authorization": f"Bearer {stack.client_token}"}
+    async with httpx.AsyncClient(base_url=stack.api_url, headers=admin, timeout=10) as api:
+        r = await api.post("/v1/proxies", json={"provider": "onprem"})
+        assert r.status_code == 202, r.text
+        proxy_id = r.json()["items"][0]["id"]
+        booting = await wait_phase(api, proxy_id, {"booting", "ready"}, BOOT_TIMEOUT)
+        timings["create -> address (booting)"] = time.monotonic() - started
+        assert booting["host"]
+        assert booting["port"] == 3128
+        ready = await wait_phase(api, proxy_id, {"ready"}, BOOT_TIMEOUT)
+        timings["create -> ready (first good probe)"] = time.monotonic() - started
+        assert ready["last_probe_error"] == ""
+
+        r = await api.post("/v1/leases", json={"provider": "onprem"}, headers=client)
+        assert r.status_code in (200, 201), r.text
+        lease = r.json()
+        url = lease["proxy"]["url"]
+        async with httpx.AsyncClient(proxy=url, verify=str(stack.ca_file), timeout=30) as web:
+            page = await web.get(stack.target_url)
+        assert page.status_code == 200
+        r = await api.post(
+            f"/v1/leases/{lease['lease_id']}/release",
+            json={"epoch": lease["epoch"]},
+            headers=client,
+        )
+        assert r.status_code == 200, r.text
+
+        deleting = time.monotonic()
+        r = await api.delete(f"/v1/proxies/{proxy_id}")
+        assert r.status_code in (200, 202), r.text
+        name = domain_name(proxy_id)
+        while await asyncio.to_thread(domain_exists, libvirtd.uri, name):
+            assert time.monotonic() - deleting < 120, "the domain was not deleted"
+            await asyncio.sleep(1)
+        timings["delete -> domain gone"] = time.monotonic() - deleting
+    report = "\n".join(f"{k}: {v:.1f} s" for k, v in timings.items())
+    print("\nreal VM timings:\n" + report)
+    (stack.opts.base_dir / "timings.txt").write_text(report + "\n")
