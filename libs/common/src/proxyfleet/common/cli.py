@@ -25,6 +25,35 @@ ProvidersConfig = Annotated[
 LogLevel = Annotated[str, typer.Option(envvar="PROXYFLEET_LOG_LEVEL", help="Log level.")]
 LogFormat = Annotated[str, typer.Option(envvar="PROXYFLEET_LOG_FORMAT", help="json or console.")]
 
+# ---- the provisioner runner's options (every provisioner service) -----------------------
+
+ProviderName = Annotated[
+    str,
+    typer.Option("--provider", envvar="PROXYFLEET_PROVIDER", help="Provider instance to serve."),
+]
+MetricsPort = Annotated[
+    int, typer.Option(envvar="PROXYFLEET_METRICS_PORT", help="/healthz /readyz /metrics (0: off).")
+]
+ReconcileInterval = Annotated[
+    float,
+    typer.Option(envvar="PROXYFLEET_RECONCILE_INTERVAL", help="Seconds between reconciles."),
+]
+StaleAfter = Annotated[
+    float,
+    typer.Option(
+        envvar="PROXYFLEET_STALE_AFTER", help="Republish intents of proxies stuck this long."
+    ),
+]
+AckWait = Annotated[
+    float,
+    typer.Option(
+        envvar="PROXYFLEET_ACK_WAIT", help="Seconds before an unacked intent is redelivered."
+    ),
+]
+Concurrency = Annotated[
+    int, typer.Option(envvar="PROXYFLEET_CONCURRENCY", help="Intents handled at once.")
+]
+
 _D = CommonSettings()
 
 

@@ -7,13 +7,19 @@ from typing import Annotated, Literal
 import typer
 
 from proxyfleet.common.cli import (
+    AckWait,
+    Concurrency,
     InstallationId,
     LogFormat,
     LogLevel,
+    MetricsPort,
     Namespace,
     NatsUrl,
+    ProviderName,
     ProvidersConfig,
+    ReconcileInterval,
     RedisUrl,
+    StaleAfter,
     common_settings,
 )
 from proxyfleet.common.errors import ConfigError
@@ -32,14 +38,8 @@ app = typer.Typer(add_completion=False, help=__doc__)
 
 @app.command()
 def serve(
-    provider: Annotated[
-        str,
-        typer.Option(envvar="PROXYFLEET_PROVIDER", help="Provider instance (type kvm) to serve."),
-    ],
-    metrics_port: Annotated[
-        int,
-        typer.Option(envvar="PROXYFLEET_METRICS_PORT", help="/healthz /readyz /metrics (0: off)."),
-    ] = 0,
+    provider: ProviderName,
+    metrics_port: MetricsPort = 0,
     libvirt_trace: Annotated[
         Literal["calls", "full"],
         typer.Option(
@@ -49,25 +49,10 @@ def serve(
             "is never logged.",
         ),
     ] = "calls",
-    reconcile_interval: Annotated[
-        float,
-        typer.Option(envvar="PROXYFLEET_RECONCILE_INTERVAL", help="Seconds between reconciles."),
-    ] = _R.reconcile_interval,
-    stale_after: Annotated[
-        float,
-        typer.Option(
-            envvar="PROXYFLEET_STALE_AFTER", help="Republish intents of proxies stuck this long."
-        ),
-    ] = _R.stale_after,
-    ack_wait: Annotated[
-        float,
-        typer.Option(
-            envvar="PROXYFLEET_ACK_WAIT", help="Seconds before an unacked intent is redelivered."
-        ),
-    ] = _R.ack_wait,
-    concurrency: Annotated[
-        int, typer.Option(envvar="PROXYFLEET_CONCURRENCY", help="Intents handled at once.")
-    ] = _R.concurrency,
+    reconcile_interval: ReconcileInterval = _R.reconcile_interval,
+    stale_after: StaleAfter = _R.stale_after,
+    ack_wait: AckWait = _R.ack_wait,
+    concurrency: Concurrency = _R.concurrency,
     nats_url: NatsUrl = _D.nats_url,
     redis_url: RedisUrl = _D.redis_url,
     installation_id: InstallationId = _D.installation_id,

@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import typer
 
 from proxyfleet.common.cli import (
+    AckWait,
+    Concurrency,
     InstallationId,
     LogFormat,
     LogLevel,
+    MetricsPort,
     Namespace,
     NatsUrl,
+    ProviderName,
     ProvidersConfig,
+    ReconcileInterval,
     RedisUrl,
+    StaleAfter,
     common_settings,
 )
 from proxyfleet.common.errors import ConfigError
@@ -36,33 +40,12 @@ app = typer.Typer(add_completion=False, help=__doc__)
 
 @app.command()
 def serve(
-    provider: Annotated[
-        str,
-        typer.Option(envvar="PROXYFLEET_PROVIDER", help="Provider instance (type local) to serve."),
-    ],
-    metrics_port: Annotated[
-        int,
-        typer.Option(envvar="PROXYFLEET_METRICS_PORT", help="/healthz /readyz /metrics (0: off)."),
-    ] = 0,
-    reconcile_interval: Annotated[
-        float,
-        typer.Option(envvar="PROXYFLEET_RECONCILE_INTERVAL", help="Seconds between reconciles."),
-    ] = _R.reconcile_interval,
-    stale_after: Annotated[
-        float,
-        typer.Option(
-            envvar="PROXYFLEET_STALE_AFTER", help="Republish intents of proxies stuck this long."
-        ),
-    ] = _R.stale_after,
-    ack_wait: Annotated[
-        float,
-        typer.Option(
-            envvar="PROXYFLEET_ACK_WAIT", help="Seconds before an unacked intent is redelivered."
-        ),
-    ] = _R.ack_wait,
-    concurrency: Annotated[
-        int, typer.Option(envvar="PROXYFLEET_CONCURRENCY", help="Intents handled at once.")
-    ] = _R.concurrency,
+    provider: ProviderName,
+    metrics_port: MetricsPort = 0,
+    reconcile_interval: ReconcileInterval = _R.reconcile_interval,
+    stale_after: StaleAfter = _R.stale_after,
+    ack_wait: AckWait = _R.ack_wait,
+    concurrency: Concurrency = _R.concurrency,
     nats_url: NatsUrl = _D.nats_url,
     redis_url: RedisUrl = _D.redis_url,
     installation_id: InstallationId = _D.installation_id,
