@@ -10,7 +10,6 @@ from proxyfleet.common.squid import SquidOptions, render_squid_conf
 from proxyfleet.provisioner_kvm.pure.cloud_init import (
     CloudInitSpec,
     render_meta_data,
-    render_network_config,
     render_user_data,
 )
 
@@ -116,11 +115,3 @@ def test_meta_data() -> None:
         "instance-id": "p1",
         "local-hostname": "pf-p1",
     }
-
-
-def test_network_config_dhcp_on_every_ethernet() -> None:
-    doc = yaml.safe_load(render_network_config())
-    assert doc["version"] == 2
-    (config,) = doc["ethernets"].values()
-    assert config["match"] == {"name": "e*"}
-    assert config["dhcp4"] is True

@@ -30,7 +30,6 @@ from proxyfleet.provisioner_kvm.libvirt_calls import silence_libvirt_stderr
 from proxyfleet.provisioner_kvm.pure.cloud_init import (
     CloudInitSpec,
     render_meta_data,
-    render_network_config,
     render_user_data,
 )
 from proxyfleet.provisioner_kvm.pure.domain_xml import DomainSpec, render_domain_xml
@@ -188,7 +187,9 @@ class KvmProvider:
                 )
             ),
             render_meta_data(spec.proxy_id, domain_name(spec.proxy_id)),
-            render_network_config(),
+            # No network-config: cloud-init's fallback (DHCP on the first NIC) works with every
+            # renderer, while a v2 `match: {name: "e*"}` becomes an interface literally named
+            # "all-ethernets" under Debian's ENI renderer (seen on a real guest).
         )
         seed_name = seed_volume_name(spec.proxy_id)
         seed = await pool.replace_small(

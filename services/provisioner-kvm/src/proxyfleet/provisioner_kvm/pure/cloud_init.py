@@ -112,15 +112,6 @@ def render_meta_data(proxy_id: str, hostname: str) -> str:
     return _dump({"instance-id": proxy_id, "local-hostname": hostname})
 
 
-def render_network_config() -> str:
-    """Network config v2: DHCP (IPv4) on every ethernet interface, whatever its name."""
-    doc = {
-        "version": 2,
-        "ethernets": {"all-ethernets": {"match": {"name": "e*"}, "dhcp4": True}},
-    }
-    return _dump(doc)
-
-
 def _check_hostname(hostname: str) -> None:
     if not _HOSTNAME.fullmatch(hostname):
         raise ValueError(
