@@ -9,6 +9,7 @@ real guest."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import subprocess
 from collections.abc import AsyncIterator
@@ -19,7 +20,7 @@ import pytest
 import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
 from prometheus_client import REGISTRY
-from tests.kvm.conftest import LibvirtDaemon
+from tests.kvm.conftest import LibvirtDaemon, SshServer
 from tests.provisioner.helpers import fast_settings, wait_until
 
 from proxyfleet.common.clock import SystemClock
@@ -289,6 +290,24 @@ async def test_restart_adopts_and_gc_removes_the_orphan(
         await asyncio.wait_for(task, 10)
         await nc.close()
         await second.close()
+
+
+async def test_a_dropped_ssh_connection_is_re_established(
+    provider: KvmProvider, kvm_host: KvmHost, ssh_server: SshServer
+) -> None:
+    pool = Pool(provider.sessions[kvm_host.name])
+    assert await pool.path_of("pf-none") is None  # connects
+    connects = counter("proxyfleet_kvm_ssh_connects_total", host=kvm_host.name, result="ok")
+    assert ssh_server.drop_connections() >= 1
+    await asyncio.sleep(0.2)
+    # The drop is noticed before the next call (the tunnel is closed) or by it (a
+    # temporary error); either way the call after that runs on a new connection.
+    with contextlib.suppress(TemporaryProviderError):
+        await pool.path_of("pf-none")
+    assert await pool.path_of("pf-none") is None
+    assert counter("proxyfleet_kvm_ssh_connects_total", host=kvm_host.name, result="ok") == (
+        connects + 1
+    )
 
 
 def test_libvirt_error_codes_map_to_the_taxonomy() -> None:
