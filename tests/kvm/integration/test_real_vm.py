@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import ssl
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -157,7 +158,8 @@ async def test_a_real_vm_boots_is_probed_leased_and_deleted(
         assert r.status_code in (200, 201), r.text
         lease = r.json()
         url = lease["proxy"]["url"]
-        async with httpx.AsyncClient(proxy=url, verify=str(stack.ca_file), timeout=30) as web:
+        trust = ssl.create_default_context(cafile=stack.ca_file)
+        async with httpx.AsyncClient(proxy=url, verify=trust, timeout=30) as web:
             page = await web.get(stack.target_url)
         assert page.status_code == 200
         r = await api.post(
