@@ -23,7 +23,11 @@ def encode_value(value: Any) -> str:
 
 
 def proxy_to_hash(proxy: Proxy) -> dict[str, str]:
-    return {k: encode_value(v) for k, v in msgspec.structs.asdict(proxy).items()}
+    """Every field, but an empty `placement` (most proxies have none: memory per proxy)."""
+    fields = msgspec.structs.asdict(proxy)
+    if not proxy.placement:
+        del fields["placement"]
+    return {k: encode_value(v) for k, v in fields.items()}
 
 
 def proxy_from_hash(data: dict[str, str]) -> Proxy:
