@@ -54,6 +54,7 @@ def render(
             "**Benchmarks that did not complete in this run:**\n\n"
             + "\n".join(f"- {line}" for line in failures)
         )
+    parts.append(_text("missed.md"))
     parts.append("## Latency distribution")
     if plot_file:
         parts.append(
