@@ -88,8 +88,8 @@ def test_user_data_writes_a_htpasswd_that_verifies() -> None:
 def test_user_data_runcmd() -> None:
     doc = _user_data(_spec())
     assert doc["runcmd"] == [
-        ["systemctl", "enable", "--now", "qemu-guest-agent"],
         ["systemctl", "restart", "squid"],
+        ["systemctl", "start", "--no-block", "qemu-guest-agent"],
     ]
 
 
