@@ -173,6 +173,37 @@ async def test_create_uploads_builds_and_starts_then_delete_leaves_nothing(
     assert not nvram.exists()
 
 
+async def test_concurrent_creates_upload_the_base_image_once(
+    provider: KvmProvider, kvm_host: KvmHost, base_image: tuple[Path, str]
+) -> None:
+    session = provider.sessions[kvm_host.name]
+    pool = Pool(session)
+    image = resolve_image(
+        {}, {"tiny": KvmImage(url=f"file://{base_image[0]}", sha256=base_image[1])}, "tiny"
+    )
+    base = base_volume_name(image)
+    await pool.delete(base + COMPLETE_SUFFIX)
+    await pool.delete(base)
+    labels = {"host": kvm_host.name}
+    misses = counter("proxyfleet_kvm_image_cache_total", **labels, result="miss")
+    hits = counter("proxyfleet_kvm_image_cache_total", **labels, result="hit")
+    results = await asyncio.gather(
+        provider.create(spec("pkvmc1", kvm_host.zone)),
+        provider.create(spec("pkvmc2", kvm_host.zone)),
+        return_exceptions=True,
+    )
+    try:
+        # Both got as far as waiting for an address: no upload was cut by the other.
+        assert all(isinstance(r, TemporaryProviderError) for r in results), results
+        assert all("no address" in str(r) for r in results), results
+        assert counter("proxyfleet_kvm_image_cache_total", **labels, result="miss") == misses + 1
+        assert counter("proxyfleet_kvm_image_cache_total", **labels, result="hit") == hits + 1
+        assert await pool.download(base) == base_image[0].read_bytes()
+    finally:
+        for pid in ("pkvmc1", "pkvmc2"):
+            await provider.delete(pid, f"{kvm_host.name}/{domain_name(pid)}")
+
+
 async def test_sha256_mismatch_is_a_clear_permanent_error(
     kvm_host: KvmHost, base_image: tuple[Path, str], tmp_path: Path
 ) -> None:

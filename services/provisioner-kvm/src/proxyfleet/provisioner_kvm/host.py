@@ -78,6 +78,12 @@ class HostSession:
         self._connector = connector
         self._conn: libvirt.virConnect | None = None
         self._lock = asyncio.Lock()
+        self._volume_locks: dict[str, asyncio.Lock] = {}
+
+    def volume_lock(self, volume: str) -> asyncio.Lock:
+        """Serialises work on one volume of this host within this process (two creates
+        that both miss the image cache must not upload, or delete, the same base image)."""
+        return self._volume_locks.setdefault(volume, asyncio.Lock())
 
     async def run(self, call: str, fn: Callable[[libvirt.virConnect], T], **ids: Any) -> T:
         """`fn(conn)` in a worker thread, traced as `call`. A dropped connection is

@@ -145,6 +145,10 @@ class SshTunnel:
                 host_based_auth=False,
                 preferred_auth="publickey",
                 connect_timeout=self._connect_timeout,
+                # A host that vanished (or a NAT that dropped the flow) closes the connection
+                # within ~90 s, so the next call reconnects instead of hanging on it.
+                keepalive_interval=30,
+                keepalive_count_max=3,
             )
         except asyncssh.HostKeyNotVerifiable:
             raise PermanentProviderError(

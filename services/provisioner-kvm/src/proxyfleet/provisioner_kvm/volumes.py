@@ -65,6 +65,12 @@ class Pool:
     async def ensure_base(self, volume: str, fmt: str, fetch: Callable[[], Awaitable[Path]]) -> str:
         """The path of the cached base image `volume`; on a miss, `fetch()` gives the local
         file and it is uploaded first."""
+        async with self._s.volume_lock(volume):
+            return await self._ensure_base(volume, fmt, fetch)
+
+    async def _ensure_base(
+        self, volume: str, fmt: str, fetch: Callable[[], Awaitable[Path]]
+    ) -> str:
         host = self._s.host.name
         path = await self.path_of(volume)
         if path is not None and await self.path_of(volume + COMPLETE_SUFFIX) is not None:
