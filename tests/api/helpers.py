@@ -30,6 +30,7 @@ ADMIN = "admin-token-for-tests"
 CLIENT = "client-token-for-tests"
 PROVIDER = "apitest"
 OTHER = "apitest2"
+KVM = "apikvm"
 
 PROVIDERS_YAML = f"""
 providers:
@@ -41,6 +42,16 @@ providers:
     type: local
     zones: [east]
     local: {{}}
+  - name: {KVM}
+    type: kvm
+    zones: [k1]
+    kvm:
+      hosts:
+        - {{name: hv1, zone: k1, ssh_address: 10.0.0.9, ssh_key_file: /k,
+           host_key: "ssh-ed25519 AAAA"}}
+      images:
+        debian: {{url: "https://images.example/debian.qcow2"}}
+      default_image: debian
 """
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import msgspec
 import redis.asyncio as aioredis
-from tests.api.helpers import OTHER, PROVIDER, Api, Recorder, error_of, ready_proxy, snapshot
+from tests.api.helpers import KVM, OTHER, PROVIDER, Api, Recorder, error_of, ready_proxy, snapshot
 
 from proxyfleet.common.models import CreateIntent, DeleteIntent, Phase
 from proxyfleet.common.store import GrantRequest
@@ -48,16 +48,41 @@ async def test_create_stores_pending_proxies_and_publishes(
 
 async def test_create_with_a_placement_stores_and_shows_it(api: Api) -> None:
     placement = {"image_url": "https://images.example/d12.qcow2", "image_firmware": "bios"}
-    r = await api.admin.post("/v1/proxies", json={"provider": PROVIDER, "placement": placement})
+    r = await api.admin.post("/v1/proxies", json={"provider": KVM, "placement": placement})
     assert r.status_code == 202, r.text
     (item,) = r.json()["items"]
     assert item["placement"] == placement
     stored = await api.registry.get(item["id"])
     assert stored is not None
     assert stored.placement == placement
+    r = await api.admin.post(
+        "/v1/proxies", json={"provider": KVM, "placement": {"image": "debian"}}
+    )
+    assert r.status_code == 202, r.text
     r = await api.admin.post("/v1/proxies", json={"provider": PROVIDER})
     (plain,) = r.json()["items"]
     assert plain["placement"] == {}
+
+
+async def test_a_placement_the_provider_would_refuse_is_a_400(
+    api: Api, redis_client: aioredis.Redis, intents: Recorder
+) -> None:
+    before = await snapshot(redis_client)
+    cases = [
+        (KVM, {"image": "ubuntu"}, "image"),
+        (KVM, {"image": "debian", "image_url": "https://x.example/a.qcow2"}, "image_url"),
+        (KVM, {"image_url": "ftp://x.example/a.qcow2"}, "image_url"),
+        (KVM, {"image_url": "https://x.example/a.qcow2", "image_sha256": "abc"}, "image_sha256"),
+        (KVM, {"colour": "blue"}, "colour"),
+        (PROVIDER, {"image": "debian"}, "takes no placement"),
+    ]
+    for provider, placement, named in cases:
+        r = await api.admin.post("/v1/proxies", json={"provider": provider, "placement": placement})
+        assert r.status_code == 400, (placement, r.text)
+        assert error_of(r) == "invalid_placement", r.text
+        assert named in r.json()["message"], r.text
+    assert await snapshot(redis_client) == before
+    assert intents.messages == []
 
 
 async def test_create_in_a_named_zone(api: Api) -> None:

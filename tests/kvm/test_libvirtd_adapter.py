@@ -25,6 +25,7 @@ from tests.provisioner.helpers import fast_settings, wait_until
 
 from proxyfleet.common.clock import SystemClock
 from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
+from proxyfleet.common.kvm_placement import resolve_image
 from proxyfleet.common.messaging import Publisher, connect_nats, ensure_streams
 from proxyfleet.common.models import ProxySpec
 from proxyfleet.common.providers_config import KvmHost, KvmImage, KvmSettings
@@ -36,7 +37,6 @@ from proxyfleet.provisioner_kvm.adapter import KvmProvider
 from proxyfleet.provisioner_kvm.domains import Domains
 from proxyfleet.provisioner_kvm.libvirt_calls import ConnectionBroken, Missing, translate
 from proxyfleet.provisioner_kvm.pure.domain_xml import disk_paths_from_domain_xml
-from proxyfleet.provisioner_kvm.pure.images import resolve_image
 from proxyfleet.provisioner_kvm.pure.names import (
     base_volume_name,
     domain_name,

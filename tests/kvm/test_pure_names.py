@@ -5,7 +5,7 @@ import re
 
 import pytest
 
-from proxyfleet.provisioner_kvm.pure.images import ImageRef
+from proxyfleet.common.kvm_placement import ImageRef
 from proxyfleet.provisioner_kvm.pure.names import (
     base_volume_name,
     domain_name,

@@ -20,6 +20,7 @@ from proxyfleet.common.errors import (
     ProviderError,
     TemporaryProviderError,
 )
+from proxyfleet.common.kvm_placement import ImageRef, resolve_image
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.models import ManagedResource, Provisioned, ProxySpec
 from proxyfleet.common.providers_config import KvmHost, KvmSettings
@@ -33,7 +34,6 @@ from proxyfleet.provisioner_kvm.pure.cloud_init import (
     render_user_data,
 )
 from proxyfleet.provisioner_kvm.pure.domain_xml import DomainSpec, render_domain_xml
-from proxyfleet.provisioner_kvm.pure.images import ImageRef, resolve_image
 from proxyfleet.provisioner_kvm.pure.names import (
     base_volume_name,
     domain_name,

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from proxyfleet.api.errors import ApiError
+from proxyfleet.common.errors import PermanentProviderError
+from proxyfleet.common.kvm_placement import resolve_image
 from proxyfleet.common.models import Phase
 from proxyfleet.common.providers_config import ProviderConfig, ProvidersConfig
 from proxyfleet.common.store import ProxyRegistry
@@ -36,6 +40,20 @@ class ProviderCatalog:
                 f"its zones: {', '.join(provider.zones)}",
             )
         return zone
+
+    def check_placement(self, provider: ProviderConfig, placement: Mapping[str, str]) -> None:
+        """A 400 now for a placement the provider would refuse later (the proxy would fail)."""
+        if provider.kvm is not None:
+            try:
+                resolve_image(placement, provider.kvm.images, provider.kvm.default_image)
+            except PermanentProviderError as exc:
+                raise ApiError(400, "invalid_placement", str(exc)) from None
+        elif placement:
+            raise ApiError(
+                400,
+                "invalid_placement",
+                f"provider {provider.name!r} (type {provider.type}) takes no placement",
+            )
 
     def check_selector(self, provider: str | None, zone: str | None) -> None:
         """A lease selector must name a configured provider/zone (else it never matches)."""

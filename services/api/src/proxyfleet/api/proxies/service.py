@@ -58,6 +58,7 @@ class ProxyService:
         """Store `count` pending proxies, then ask their provider to create them."""
         provider = self._catalog.get(provider_name)
         zone = self._catalog.zone_for(provider, zone)
+        self._catalog.check_placement(provider, placement or {})
         now = self._clock.now()
         proxies = []
         for _ in range(count):

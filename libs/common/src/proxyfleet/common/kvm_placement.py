@@ -1,4 +1,6 @@
-"""Which base image a proxy boots: a key of the configured images, or a URL in its placement.
+"""KVM placement: which base image a proxy boots, a key of the configured images or a URL in
+its placement. Pure; shared by the API (a bad placement is a 400 at create) and the KVM
+provisioner (which resolves it again: config can change between the two).
 
 Placement comes from API users, so every value is checked here and a bad one is a
 permanent error (retrying the same intent cannot fix it) whose message names the key.
