@@ -19,7 +19,9 @@ import httpx
 import libvirt
 import msgspec
 import redis.asyncio as aioredis
+import yaml
 from tests.kvm.conftest import LibvirtDaemon
+from tests.kvm.helpers import kvm_provider
 from tests.provisioner.helpers import wait_until
 
 from proxyfleet.common.clock import SystemClock
@@ -35,32 +37,17 @@ PASSWORD = "pw-" + secrets.token_hex(12)
 
 
 def write_config(path: Path, host: KvmHost, image: Path) -> Path:
-    path.write_text(
-        f"""providers:
-  - name: kvmproc
-    type: kvm
-    zones: [{host.zone}]
-    kvm:
-      hosts:
-        - name: {host.name}
-          zone: {host.zone}
-          ssh_address: "{host.ssh_address}"
-          ssh_user: {host.ssh_user}
-          ssh_key_file: {host.ssh_key_file}
-          host_key: {host.host_key}
-          libvirt_socket: {host.libvirt_socket}
-          storage_pool: {host.storage_pool}
-          network: {host.network}
-          domain_type: qemu
-      images:
-        tiny: {{url: "file://{image}", firmware: bios}}
-      default_image: tiny
-      memory_mib: 256
-      disk_gib: 1
-      address_timeout: 2
-      image_cache_dir: {path.parent / "cache"}
-"""
+    entry = kvm_provider(
+        "kvmproc",
+        host,
+        images={"tiny": {"url": f"file://{image}", "firmware": "bios"}},
+        default_image="tiny",
+        memory_mib=256,
+        disk_gib=1,
+        address_timeout=2,
+        image_cache_dir=str(path.parent / "cache"),
     )
+    path.write_text(yaml.safe_dump({"providers": [entry]}))
     return path
 
 

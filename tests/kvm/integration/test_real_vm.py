@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import os
 import ssl
+import textwrap
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -22,7 +23,9 @@ from typing import Any
 import httpx
 import libvirt
 import pytest
+import yaml
 from tests.kvm.conftest import LibvirtDaemon
+from tests.kvm.helpers import kvm_provider
 
 from proxyfleet.common.providers_config import KvmHost
 from proxyfleet.devstack.servers import free_port
@@ -47,32 +50,20 @@ def image_url() -> str:
 
 def kvm_provider_yaml(host: KvmHost, target_port: int, cache: Path) -> str:
     firmware = os.environ.get("PROXYFLEET_KVM_FIRMWARE", "uefi")
-    return f"""  - name: onprem
-    type: kvm
-    zones: [{host.zone}]
-    boot_timeout: {BOOT_TIMEOUT}
-    kvm:
-      hosts:
-        - name: {host.name}
-          zone: {host.zone}
-          ssh_address: "{host.ssh_address}"
-          ssh_user: {host.ssh_user}
-          ssh_key_file: {host.ssh_key_file}
-          host_key: {host.host_key}
-          libvirt_socket: {host.libvirt_socket}
-          storage_pool: {host.storage_pool}
-          network: {host.network}
-          domain_type: qemu
-      images:
-        proxy: {{url: "{image_url()}", firmware: {firmware}}}
-      default_image: proxy
-      memory_mib: 1024
-      connect_ports: [443, {target_port}]
-      # The test target listens on the libvirt bridge, a private address.
-      deny_private_destinations: false
-      address_timeout: {BOOT_TIMEOUT}
-      image_cache_dir: {cache}
-"""
+    entry = kvm_provider(
+        "onprem",
+        host,
+        images={"proxy": {"url": image_url(), "firmware": firmware}},
+        default_image="proxy",
+        memory_mib=1024,
+        connect_ports=[443, target_port],
+        # The test target listens on the libvirt bridge, a private address.
+        deny_private_destinations=False,
+        address_timeout=BOOT_TIMEOUT,
+        image_cache_dir=str(cache),
+    )
+    entry["boot_timeout"] = BOOT_TIMEOUT
+    return textwrap.indent(yaml.safe_dump([entry], sort_keys=False), "  ")
 
 
 @pytest.fixture
