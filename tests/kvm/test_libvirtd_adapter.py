@@ -35,7 +35,12 @@ from proxyfleet.gc.collector import Collector
 from proxyfleet.gc.settings import GcSettings
 from proxyfleet.provisioner_kvm.adapter import KvmProvider
 from proxyfleet.provisioner_kvm.domains import Domains
-from proxyfleet.provisioner_kvm.libvirt_calls import ConnectionBroken, Missing, translate
+from proxyfleet.provisioner_kvm.libvirt_calls import (
+    ConnectionBroken,
+    Missing,
+    code_name,
+    translate,
+)
 from proxyfleet.provisioner_kvm.pure.domain_xml import disk_paths_from_domain_xml
 from proxyfleet.provisioner_kvm.pure.names import (
     base_volume_name,
@@ -353,3 +358,5 @@ def test_libvirt_error_codes_map_to_the_taxonomy() -> None:
     assert isinstance(
         translate("h", "c", err(libvirt.VIR_ERR_OPERATION_TIMEOUT)), TemporaryProviderError
     )
+    assert code_name(libvirt.VIR_ERR_NO_DOMAIN) == "no_domain"
+    assert code_name(-12345) == "-12345"

@@ -60,11 +60,16 @@ def silence_libvirt_stderr() -> None:
     libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
 
 
+_CODE_NAMES = {
+    getattr(libvirt, name): name.removeprefix("VIR_ERR_").lower()
+    for name in sorted(dir(libvirt), reverse=True)  # aliases share a code: keep one name
+    if name.startswith("VIR_ERR_") and isinstance(getattr(libvirt, name), int)
+}
+
+
 def code_name(code: int) -> str:
-    for name in dir(libvirt):
-        if name.startswith("VIR_ERR_") and getattr(libvirt, name) == code:
-            return name.removeprefix("VIR_ERR_").lower()
-    return str(code)
+    """`no_domain` for VIR_ERR_NO_DOMAIN: the `code` label of the errors metric."""
+    return _CODE_NAMES.get(code, str(code))
 
 
 def translate(host: str, call: str, exc: libvirt.libvirtError) -> Exception:
