@@ -1,6 +1,7 @@
 """KVM placement: which base image a proxy boots, a key of the configured images or a URL in
-its placement. Pure; shared by the API (a bad placement is a 400 at create) and the KVM
-provisioner (which resolves it again: config can change between the two).
+its placement. Pure; shared by the API (through `proxyfleet.common.placement`: a bad
+placement is a 400 at create) and the KVM provisioner (which resolves it again: config can
+change between the two).
 
 Placement comes from API users, so every value is checked here and a bad one is a
 permanent error (retrying the same intent cannot fix it) whose message names the key.
@@ -14,8 +15,8 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
 
-from proxyfleet.common.errors import PermanentProviderError
-from proxyfleet.common.providers_config import KvmImage
+from proxyfleet.common.errors import InvalidInput, PermanentProviderError
+from proxyfleet.common.providers_config import KvmImage, ProviderConfig
 
 Firmware = Literal["uefi", "bios"]
 DiskFormat = Literal["qcow2", "raw"]
@@ -77,6 +78,20 @@ def resolve_image(
     return ImageRef(
         key=key, url=image.url, sha256=image.sha256, firmware=image.firmware, format=image.format
     )
+
+
+class KvmPlacementValidator:
+    """The KVM provider's placement check for the API (`proxyfleet.common.placement`)."""
+
+    def validate(self, provider: ProviderConfig, placement: Mapping[str, str]) -> None:
+        if provider.kvm is None:  # the config parser requires the section for type kvm
+            raise InvalidInput(
+                f"provider {provider.name!r} has no kvm section", code="invalid_placement"
+            )
+        try:
+            resolve_image(placement, provider.kvm.images, provider.kvm.default_image)
+        except PermanentProviderError as exc:
+            raise InvalidInput(str(exc), code="invalid_placement") from None
 
 
 def _from_url(placement: Mapping[str, str]) -> ImageRef:

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated, TypeVar, Union
 import msgspec
 from litestar.params import JSONBody, SkipValidation
 
-from proxyfleet.api.errors import ApiError
+from proxyfleet.common.errors import InvalidInput
 
 T = TypeVar("T")
 
@@ -65,9 +65,9 @@ def parse_label_filters(raw: list[str] | None) -> dict[str, str]:
     for item in raw or []:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise ApiError(400, "invalid_input", f"label filter {item!r}: expected key=value")
+            raise InvalidInput(f"label filter {item!r}: expected key=value")
         if labels.get(key, value) != value:
-            raise ApiError(400, "invalid_input", f"label filter: key {key!r} given twice")
+            raise InvalidInput(f"label filter: key {key!r} given twice")
         labels[key] = value
     return labels
 
@@ -87,4 +87,4 @@ def strict(data: object, type_: type[T]) -> T:
             message = f"field {where}: {message[: m.start()]}"
         else:
             message = f"request body: {message}"
-        raise ApiError(400, "invalid_input", message) from None
+        raise InvalidInput(message) from None

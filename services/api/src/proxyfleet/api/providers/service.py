@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from proxyfleet.api.errors import ApiError
-from proxyfleet.common.errors import PermanentProviderError
-from proxyfleet.common.kvm_placement import resolve_image
+from proxyfleet.common.errors import InvalidInput
 from proxyfleet.common.models import Phase
+from proxyfleet.common.placement import validator_for
 from proxyfleet.common.providers_config import ProviderConfig, ProvidersConfig
 from proxyfleet.common.store import ProxyRegistry
 
 
 class ProviderCatalog:
-    """Answers "is this provider/zone configured?" with a clear 400 when it is not."""
+    """Answers "is this provider/zone configured?"; InvalidInput (a 400) when it is not."""
 
     def __init__(self, config: ProvidersConfig) -> None:
         self.config = config
@@ -23,8 +22,8 @@ class ProviderCatalog:
         provider = self._by_name.get(name)
         if provider is None:
             known = ", ".join(sorted(self._by_name))
-            raise ApiError(
-                400, "unknown_provider", f"unknown provider {name!r}; configured: {known}"
+            raise InvalidInput(
+                f"unknown provider {name!r}; configured: {known}", code="unknown_provider"
             )
         return provider
 
@@ -33,34 +32,24 @@ class ProviderCatalog:
         if zone is None:
             return provider.zones[0]
         if zone not in provider.zones:
-            raise ApiError(
-                400,
-                "unknown_zone",
+            raise InvalidInput(
                 f"provider {provider.name!r} has no zone {zone!r}; "
                 f"its zones: {', '.join(provider.zones)}",
+                code="unknown_zone",
             )
         return zone
 
     def check_placement(self, provider: ProviderConfig, placement: Mapping[str, str]) -> None:
-        """A 400 now for a placement the provider would refuse later (the proxy would fail)."""
-        if provider.kvm is not None:
-            try:
-                resolve_image(placement, provider.kvm.images, provider.kvm.default_image)
-            except PermanentProviderError as exc:
-                raise ApiError(400, "invalid_placement", str(exc)) from None
-        elif placement:
-            raise ApiError(
-                400,
-                "invalid_placement",
-                f"provider {provider.name!r} (type {provider.type}) takes no placement",
-            )
+        """InvalidInput now for a placement the provider would refuse later (the proxy would
+        fail), asked of the validator of the provider's type."""
+        validator_for(provider.type).validate(provider, placement)
 
     def check_selector(self, provider: str | None, zone: str | None) -> None:
         """A lease selector must name a configured provider/zone (else it never matches)."""
         if provider is not None:
             self.zone_for(self.get(provider), zone)
         elif zone is not None and not any(zone in p.zones for p in self.config.providers):
-            raise ApiError(400, "unknown_zone", f"no provider has zone {zone!r}")
+            raise InvalidInput(f"no provider has zone {zone!r}", code="unknown_zone")
 
 
 class ProviderService:

@@ -7,7 +7,6 @@ import secrets
 from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
-from proxyfleet.api.errors import ApiError
 from proxyfleet.api.events import Messages
 from proxyfleet.api.metrics import LEASES_REVOKED
 from proxyfleet.api.providers.service import ProviderCatalog
@@ -137,11 +136,10 @@ class ProxyService:
         if proxy.phase in (Phase.DELETING, Phase.DELETED):
             return await self._again(proxy)
         if proxy.lease_id and not force:
-            raise ApiError(
-                409,
-                "proxy_leased",
+            raise Conflict(
                 f"proxy {proxy_id} is leased (lease {proxy.lease_id}); "
                 "pass force=true to revoke the lease and delete it",
+                code="proxy_leased",
             )
         try:
             # unleased_only closes the race with a grant landing after the check above.
@@ -151,11 +149,10 @@ class ProxyService:
             if current.phase in (Phase.DELETING, Phase.DELETED):
                 return await self._again(current)
             if current.lease_id and not force:
-                raise ApiError(
-                    409,
-                    "proxy_leased",
+                raise Conflict(
                     f"proxy {proxy_id} is leased (lease {current.lease_id}); "
                     "pass force=true to revoke the lease and delete it",
+                    code="proxy_leased",
                 ) from None
             raise
         log.info("proxy_deleting", proxy_id=proxy_id, previous=res.previous.value, force=force)

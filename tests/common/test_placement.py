@@ -1,0 +1,106 @@
+"""Placement validators by provider type: the API's 400 for a placement a provider refuses."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+
+import pytest
+
+from proxyfleet.common import placement as placement_registry
+from proxyfleet.common.errors import InvalidInput
+from proxyfleet.common.placement import (
+    INVALID_PLACEMENT,
+    NoPlacement,
+    PlacementValidator,
+    register,
+    validator_for,
+)
+from proxyfleet.common.providers_config import ProviderConfig, parse_providers_config
+
+CONFIG = parse_providers_config(
+    """
+providers:
+  - name: dev
+    type: local
+    zones: [z1]
+    local: {}
+  - name: onprem
+    type: kvm
+    zones: [rack-a]
+    kvm:
+      hosts:
+        - {name: hv1, zone: rack-a, ssh_address: 10.0.0.5, ssh_key_file: /k,
+           host_key: "ssh-ed25519 AAAA"}
+      images:
+        debian: {url: "https://images.example/debian.qcow2"}
+      default_image: debian
+""",
+    "providers.yaml",
+)
+LOCAL, KVM = CONFIG.get("dev"), CONFIG.get("onprem")
+
+
+def refusal(provider: ProviderConfig, placement: Mapping[str, str]) -> InvalidInput:
+    with pytest.raises(InvalidInput) as info:
+        validator_for(provider.type).validate(provider, placement)
+    assert info.value.code == INVALID_PLACEMENT
+    return info.value
+
+
+def test_local_takes_an_empty_placement_only() -> None:
+    validator_for("local").validate(LOCAL, {})
+    message = str(refusal(LOCAL, {"image": "debian"}))
+    assert message == "provider 'dev' (type local) takes no placement"
+
+
+@pytest.mark.parametrize(
+    "placement",
+    [{}, {"image": "debian"}, {"image_url": "https://x.example/a.qcow2", "image_format": "raw"}],
+)
+def test_kvm_accepts_what_it_can_boot(placement: dict[str, str]) -> None:
+    validator_for("kvm").validate(KVM, placement)
+
+
+@pytest.mark.parametrize(
+    ("placement", "named"),
+    [
+        ({"image": "ubuntu"}, "placement.image"),
+        ({"image": "debian", "image_url": "https://x.example/a.qcow2"}, "image_url"),
+        ({"image_url": "ftp://x.example/a.qcow2"}, "placement.image_url"),
+        ({"image_url": "https://x.example/a", "image_sha256": "abc"}, "placement.image_sha256"),
+        ({"image_sha256": "a" * 64}, "only applies together with image_url"),
+        ({"colour": "blue"}, "colour"),
+    ],
+)
+def test_kvm_refuses_naming_the_key(placement: dict[str, str], named: str) -> None:
+    assert named in str(refusal(KVM, placement))
+
+
+def test_a_type_without_a_validator_takes_no_placement() -> None:
+    assert isinstance(validator_for("gcp"), NoPlacement)
+
+
+class _ZoneOnly:
+    """A stand-in for a future provider type's validator."""
+
+    def validate(self, provider: ProviderConfig, placement: Mapping[str, str]) -> None:
+        if set(placement) - {"machine_type"}:
+            raise InvalidInput("placement: only machine_type", code=INVALID_PLACEMENT)
+
+
+@pytest.fixture
+def restore_registry() -> Iterator[None]:
+    saved = dict(placement_registry._VALIDATORS)
+    yield
+    placement_registry._VALIDATORS.clear()
+    placement_registry._VALIDATORS.update(saved)
+
+
+@pytest.mark.usefixtures("restore_registry")
+def test_a_new_type_registers_its_validator() -> None:
+    validator: PlacementValidator = _ZoneOnly()
+    register("gcp", validator)
+    assert validator_for("gcp") is validator
+    validator_for("gcp").validate(LOCAL, {"machine_type": "e2-small"})
+    with pytest.raises(InvalidInput):
+        validator_for("gcp").validate(LOCAL, {"disk": "x"})
