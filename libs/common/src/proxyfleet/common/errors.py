@@ -101,7 +101,7 @@ class Conflict(StoreError):
 class Unavailable(StoreError):
     """No proxy can be granted now."""
 
-    code = "no_proxy_available"
+    code = "unavailable"
 
     def __init__(self, message: str, retry_after: float, code: str | None = None) -> None:
         super().__init__(message, code)

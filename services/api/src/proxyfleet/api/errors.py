@@ -1,12 +1,16 @@
 """Every error leaves the API as JSON {"error": code, "message": text}; mapped in one place.
 
-Store errors (proxyfleet.common.errors) map to HTTP here and nowhere else: NotFound -> 404,
-Conflict -> 409, Unavailable -> 503, both with Retry-After when the store knows one.
+Domain errors (proxyfleet.common.errors) map to HTTP here and nowhere else; the body's
+`error` is the error's `code`: InvalidInput -> 400, NotFound -> 404, Conflict -> 409 and
+Unavailable -> 503, both with Retry-After when the store knows one; a TemporaryError (a
+store or messaging outage) -> 503 with Retry-After. The domain services raise these and
+know nothing of HTTP.
 """
 
 from __future__ import annotations
 
 import math
+from types import TracebackType
 from typing import Any
 
 import msgspec
@@ -16,7 +20,16 @@ from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.types import ExceptionHandlersMap
 
-from proxyfleet.common.errors import Conflict, NotFound, Unavailable
+from proxyfleet.common.errors import (
+    Conflict,
+    DomainError,
+    InvalidInput,
+    MessagingUnavailable,
+    NotFound,
+    StoreUnavailable,
+    TemporaryError,
+    Unavailable,
+)
 from proxyfleet.common.logging import get_logger
 
 log = get_logger(__name__)
@@ -42,19 +55,6 @@ class ErrorBody(msgspec.Struct, kw_only=True):
     """A short, stable code (bad_request, not_found, proxy_leased, ...)."""
     message: str
     """What went wrong, for a human."""
-
-
-class ApiError(Exception):
-    """An error the API raises on purpose, with its status and code."""
-
-    def __init__(
-        self, status_code: int, code: str, message: str, retry_after: float | None = None
-    ) -> None:
-        super().__init__(message)
-        self.status_code = status_code
-        self.code = code
-        self.message = message
-        self.retry_after = retry_after
 
 
 def retry_after_header(seconds: float) -> str:
@@ -116,20 +116,60 @@ def _http(_: Request[Any, Any, Any], exc: HTTPException) -> Response[ErrorBody]:
     return error_response(status, code, message)
 
 
-def _api(_: Request[Any, Any, Any], exc: ApiError) -> Response[ErrorBody]:
-    return error_response(exc.status_code, exc.code, exc.message, exc.retry_after)
+_DOMAIN_STATUS: tuple[tuple[type[DomainError], int], ...] = (
+    (InvalidInput, 400),
+    (NotFound, 404),
+    (Conflict, 409),
+    (Unavailable, 503),
+)
+"""HTTP status per domain error class (first match); any other DomainError is a 400."""
 
 
-def _not_found(_: Request[Any, Any, Any], exc: NotFound) -> Response[ErrorBody]:
-    return error_response(404, "not_found", str(exc))
+def domain_error_status(exc: DomainError) -> int:
+    return next((status for cls, status in _DOMAIN_STATUS if isinstance(exc, cls)), 400)
 
 
-def _conflict(_: Request[Any, Any, Any], exc: Conflict) -> Response[ErrorBody]:
-    return error_response(409, "conflict", str(exc), exc.retry_after)
+def _domain(_: Request[Any, Any, Any], exc: DomainError) -> Response[ErrorBody]:
+    retry_after = exc.retry_after if isinstance(exc, Conflict | Unavailable) else None
+    return error_response(domain_error_status(exc), exc.code, str(exc), retry_after)
 
 
-def _unavailable(_: Request[Any, Any, Any], exc: Unavailable) -> Response[ErrorBody]:
-    return error_response(503, "unavailable", str(exc), exc.retry_after)
+DEFAULT_RETRY_AFTER = 1.0
+"""Retry-After of an outage whose source gave no hint."""
+
+
+def _temporary(_: Request[Any, Any, Any], exc: TemporaryError) -> Response[ErrorBody]:
+    retry_after = exc.retry_after if exc.retry_after is not None else DEFAULT_RETRY_AFTER
+    if isinstance(exc, StoreUnavailable):
+        code, message = "store_unavailable", "Redis is not reachable; try again"
+    elif isinstance(exc, MessagingUnavailable):
+        code, message = "messaging_unavailable", "NATS is not reachable; try again"
+    else:
+        code, message = "unavailable", f"{exc}; try again"
+    log.warning(code, error=str(exc) or type(exc).__name__)
+    return error_response(503, code, message, retry_after)
+
+
+TOO_DEEP = "request body: JSON nested too deeply"
+
+_BODY_DECODERS = "litestar.serialization.msgspec_hooks"
+"""Where Litestar decodes request bodies (decode_json, decode_msgpack) with msgspec."""
+
+
+def _raised_while_decoding(tb: TracebackType | None) -> bool:
+    while tb is not None:
+        if tb.tb_frame.f_globals.get("__name__") == _BODY_DECODERS:
+            return True
+        tb = tb.tb_next
+    return False
+
+
+def _recursion(_: Request[Any, Any, Any], exc: RecursionError) -> Response[ErrorBody]:
+    """msgspec gives up on a body nested deeper than the interpreter's recursion limit
+    (about 1,000 levels, a 2 KB body): that is bad input. Any other RecursionError is ours."""
+    if _raised_while_decoding(exc.__traceback__):
+        return error_response(400, "bad_request", TOO_DEEP)
+    return _internal(_, exc)
 
 
 def _nats(_: Request[Any, Any, Any], exc: nats.errors.Error) -> Response[ErrorBody]:
@@ -156,10 +196,9 @@ def _internal(_: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
 
 EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     HTTPException: _http,
-    ApiError: _api,
-    NotFound: _not_found,
-    Conflict: _conflict,
-    Unavailable: _unavailable,
+    DomainError: _domain,
+    TemporaryError: _temporary,
+    RecursionError: _recursion,
     nats.errors.Error: _nats,
     Exception: _internal,
 }
