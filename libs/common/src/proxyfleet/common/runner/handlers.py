@@ -205,8 +205,10 @@ class IntentHandler:
 
     # ---- helpers --------------------------------------------------------------------
 
-    def _retry(self, op: str, proxy_id: str, exc: Exception, delivery: Delivery) -> Verdict:
-        delay = self._backoff(delivery)
+    def _retry(
+        self, op: str, proxy_id: str, exc: TemporaryProviderError, delivery: Delivery
+    ) -> Verdict:
+        delay = redelivery_delay(self._settings, delivery.number, exc.retry_after)
         RETRIES.labels(op=f"provider.{op}").inc()
         log.warning(
             "temporary provider error; retrying",
