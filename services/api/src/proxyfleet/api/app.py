@@ -16,9 +16,9 @@ from proxyfleet.api.container import DEPENDENCIES, build_services
 from proxyfleet.api.deps import AppDeps
 from proxyfleet.api.errors import EXCEPTION_HANDLERS
 from proxyfleet.api.leases.controller import LeaseController
-from proxyfleet.api.metrics import request_metrics_middleware
 from proxyfleet.api.providers.controller import ProviderController
 from proxyfleet.api.proxies.controller import ProxyController
+from proxyfleet.api.request_metrics import request_metrics_middleware
 from proxyfleet.api.settings import ApiSettings
 from proxyfleet.api.sweeper import run_sweeper
 from proxyfleet.api.system.bench import BenchController
