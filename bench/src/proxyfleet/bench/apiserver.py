@@ -1,4 +1,5 @@
-"""The API under test: the real `proxyfleet-api` console script, one worker, as a process."""
+"""The API under test: the production app with the bench's baseline routes
+(proxyfleet.bench.apiapp), one worker, as a process."""
 
 from __future__ import annotations
 
@@ -80,10 +81,8 @@ class ApiProcess:
                 self.proc.wait()
 
 
-async def start_api(
-    env: BenchEnv, *, cooldown: float, extra_args: list[str] | None = None
-) -> ApiProcess:
-    """Start proxyfleet-api with the bench routes on a free port; wait until /readyz."""
+async def start_api(env: BenchEnv, *, cooldown: float) -> ApiProcess:
+    """Start the API with the baseline routes on a free port; wait until /readyz."""
     folder = env.base_dir / "api"
     folder.mkdir(parents=True, exist_ok=True)
     config = folder / "providers.yaml"
@@ -92,25 +91,20 @@ async def start_api(
     port = free_port()
     clean = {k: v for k, v in os.environ.items() if not k.startswith("PROXYFLEET_")}
     args = [
-        str(Path(sys.executable).parent / "proxyfleet-api"),
+        sys.executable, "-m", "proxyfleet.bench.apiapp",
         "--host", "127.0.0.1",
         "--port", str(port),
         "--cooldown", repr(cooldown),
-        "--bench-routes",
-        *(extra_args or []),
+        "--nats-url", env.nats_url,
+        "--redis-url", env.redis_url,
+        "--providers-config", str(config),
+        "--installation-id", "bench",
     ]  # fmt: skip
     log = folder / "api.log"
     with open(log, "ab") as out:  # noqa: ASYNC230  (before the load: nothing to block)
         proc = subprocess.Popen(  # noqa: ASYNC220  (a long-lived server, not awaited)
             args,
-            env={
-                **clean,
-                "NATS_URL": env.nats_url,
-                "REDIS_URL": env.redis_url,
-                "PROXYFLEET_PROVIDERS_CONFIG": str(config),
-                "PROXYFLEET_CLIENT_TOKENS": token,
-                "PROXYFLEET_INSTALLATION_ID": "bench",
-            },
+            env={**clean, "PROXYFLEET_CLIENT_TOKENS": token},
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,

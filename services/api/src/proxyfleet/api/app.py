@@ -21,7 +21,6 @@ from proxyfleet.api.proxies.controller import ProxyController
 from proxyfleet.api.request_metrics import request_metrics_middleware
 from proxyfleet.api.settings import ApiSettings
 from proxyfleet.api.sweeper import run_sweeper
-from proxyfleet.api.system.bench import BenchController
 from proxyfleet.api.system.controller import SystemController
 from proxyfleet.common.logging import get_logger
 
@@ -50,8 +49,6 @@ def create_app(settings: ApiSettings, deps: AppDeps) -> Litestar:
         route_handlers=[ProxyController, LeaseController, ProviderController],
     )
     handlers: list[Router | type[SystemController]] = [v1, SystemController]
-    if settings.bench_routes:
-        handlers.append(Router(path="/", guards=[auth.guard], route_handlers=[BenchController]))
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:

@@ -14,16 +14,10 @@ from proxyfleet.api.settings import ApiSettings
 from proxyfleet.common.clock import Clock, SystemClock
 from proxyfleet.common.messaging import Publisher, connect_nats, ensure_streams
 from proxyfleet.common.providers_config import ProvidersConfig
-from proxyfleet.common.store import LeaseStore, LuaScript, ProxyRegistry, ScriptMux, connect_redis
+from proxyfleet.common.store import LeaseStore, ProxyRegistry, ScriptMux, connect_redis
 from proxyfleet.common.store.leases import LeasePolicy
 
 READINESS_TIMEOUT = 1.0
-BENCH_SCRIPT = "return redis.call('INCR', KEYS[1])"
-"""The one-EVALSHA baseline of POST /bench/evalsha: a small script touching one key."""
-
-
-async def _no_bench_script() -> int:
-    raise RuntimeError("the bench routes are off")
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,8 +30,6 @@ class Backends:
     events: EventSink
     ping_redis: Callable[[], Awaitable[object]]
     nats: NatsClient
-    bench_evalsha: Callable[[], Awaitable[int]] = _no_bench_script
-    """One EVALSHA of BENCH_SCRIPT (the benchmark baseline)."""
 
     async def redis_ready(self) -> bool:
         try:
@@ -69,18 +61,11 @@ async def open_backends(settings: ApiSettings, clock: Clock) -> AsyncIterator[Ba
                 ban_seconds=settings.ban_seconds,
             )
             # The lease and registry scripts of the request path share one pipelined
-            # connection (ScriptMux); so does the one-EVALSHA baseline, to compare fairly.
+            # connection (ScriptMux).
             mux = ScriptMux.from_client(redis)
-            bench_script = LuaScript(BENCH_SCRIPT)
-            bench_keys = [f"{common.namespace}:bench:evalsha"]
-
-            async def bench_evalsha() -> int:
-                return int(await mux.run(bench_script, bench_keys, ()))
-
             events = EventSink(nc, clock)
             try:
                 yield Backends(
-                    bench_evalsha=bench_evalsha,
                     events=events,
                     registry=ProxyRegistry(redis, clock, namespace=common.namespace, mux=mux),
                     leases=LeaseStore(redis, clock, policy, namespace=common.namespace, mux=mux),

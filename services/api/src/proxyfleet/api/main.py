@@ -66,13 +66,6 @@ def run(
         float,
         typer.Option(envvar="PROXYFLEET_SWEEP_INTERVAL", help="Seconds between expiry sweeps."),
     ] = _D.sweep_interval,
-    bench_routes: Annotated[
-        bool,
-        typer.Option(
-            envvar="PROXYFLEET_API_BENCH_ROUTES",
-            help="Serve the benchmark baselines /bench/json and /bench/evalsha (client scope).",
-        ),
-    ] = _D.bench_routes,
 ) -> None:
     """Serve the Proxyfleet REST API: proxies, leases, providers, health and metrics."""
     settings = ApiSettings(
@@ -95,7 +88,6 @@ def run(
         default_lease_ttl=default_lease_ttl,
         ban_seconds=ban_seconds,
         sweep_interval=sweep_interval,
-        bench_routes=bench_routes,
     )
     configure_logging("api", log_level, log_format)
     try:

@@ -47,9 +47,6 @@ class ApiSettings:
     sweep_interval: float = 1.0
     """Seconds between two runs of the sweeper that ends expired leases
     (env PROXYFLEET_SWEEP_INTERVAL)."""
-    bench_routes: bool = False
-    """Serve the benchmark baselines GET /bench/json and POST /bench/evalsha (client
-    scope, like a lease request). Off in production (env PROXYFLEET_API_BENCH_ROUTES)."""
 
     def check(self) -> None:
         """Raise ConfigError naming the setting when the settings cannot serve."""
