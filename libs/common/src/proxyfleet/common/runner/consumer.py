@@ -84,6 +84,7 @@ def subscribe_intents(broker: NatsBroker, settings: RunnerSettings, on_intent: O
             config=consumer_config(settings),
             pull_sub=PullSub(batch_size=1, timeout=settings.fetch_timeout),
             ack_policy=AckPolicy.MANUAL,
+            no_reply=True,  # an intent is never answered, whatever its headers say
             decoder=_raw_body,
             title=f"{subjects.intents_of(settings.provider)}:provisioner",
             description=(
