@@ -22,7 +22,11 @@ _faststream_log.setLevel(logging.WARNING)
 
 class ConnectedNatsBroker(NatsBroker):
     """`NatsBroker` whose `start` uses `nc` instead of opening a connection, and whose
-    `stop` stops its subscribers without draining `nc`."""
+    `stop` stops its subscribers without draining `nc`.
+
+    It overrides `_connect` and clears `_connection`, which FastStream 0.7 uses for
+    exactly this (libs/common pins `<0.8`; tests/provisioner checks `nc` stays open).
+    """
 
     def __init__(self, nc: NatsClient, *, graceful_timeout: float | None = None) -> None:
         super().__init__(
