@@ -4,7 +4,7 @@ UV ?= $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 export UV_LINK_MODE ?= copy
 
 .PHONY: run test lint fmt setup uv-installed build-packages proxy-packages kvm-packages \
-	system-packages bench bench-packages clean test-integration-kvm
+	system-packages bench bench-packages clean test-integration-kvm asyncapi
 
 # Debian packages, each installed once: apt runs only for those dpkg does not list as installed.
 BUILD_PACKAGES := libvirt-dev pkg-config
@@ -85,6 +85,9 @@ bench-packages: ## wrk, the C load generator the API benchmarks use
 
 bench: proxy-packages bench-packages setup ## Measure the hot paths; writes docs/performance.md
 	$(UV) run --frozen proxyfleet-bench run
+
+asyncapi: setup ## Regenerate docs/asyncapi.yaml (every subject and body) from the code
+	$(UV) run --frozen python -m proxyfleet.common.asyncapi docs/asyncapi.yaml
 
 clean:
 	rm -rf .dev .pytest_cache .mypy_cache .ruff_cache

@@ -1,14 +1,18 @@
 """The generic provisioner runner: every provisioner service wires its adapter into it.
 
-- `IntentConsumer`: JetStream pull consumer shared by all replicas; explicit ack, NAK with
-  bounded exponential backoff on temporary provider errors, `in_progress` heartbeats.
+- `IntentConsumer`: FastStream pull subscribers on the JetStream durable all replicas
+  share; explicit ack, NAK with bounded exponential backoff on temporary provider errors,
+  TERM for undecodable intents, `in_progress` heartbeats.
 - `IntentHandler`: create/delete intents -> registry transitions, provider calls, events.
 - `Reconciler`: republishes intents of proxies stuck pending/provisioning/deleting.
-- `ResourcesResponder`: answers the GC's "which resources do you manage?" requests.
+- `ResourcesResponder`: answers the GC's "which resources do you manage?" requests (a
+  FastStream subscriber in the provisioner's queue group).
+- `ConnectedNatsBroker`: the FastStream broker both run on, using the process's connection.
 - `run_provisioner`: the process around them (signals, /healthz /readyz /metrics).
 """
 
 from proxyfleet.common.runner.backoff import backoff_delay
+from proxyfleet.common.runner.broker import ConnectedNatsBroker
 from proxyfleet.common.runner.consumer import IntentConsumer, consumer_config
 from proxyfleet.common.runner.handlers import IntentHandler
 from proxyfleet.common.runner.reconciler import Reconciler
@@ -18,6 +22,7 @@ from proxyfleet.common.runner.settings import RunnerSettings
 from proxyfleet.common.runner.verdict import Delivery, Reply, Verdict
 
 __all__ = [
+    "ConnectedNatsBroker",
     "Delivery",
     "IntentConsumer",
     "IntentHandler",

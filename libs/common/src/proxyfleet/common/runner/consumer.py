@@ -1,31 +1,52 @@
-"""The JetStream side of the runner: one durable pull consumer per provider, shared by all
-replicas (each intent goes to one of them), explicit acks, NAK with delay for retries and
-`in_progress` heartbeats while a slow provider call runs."""
+"""The JetStream side of the runner, as a FastStream pull subscriber: one durable consumer
+per provider, shared by all replicas (each intent goes to one of them), explicit acks,
+NAK with a delay per delivery, TERM for undecodable intents and `in_progress` heartbeats
+while a slow provider call runs."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Annotated, Protocol
 
 import msgspec
 import nats.errors
-from nats.aio.msg import Msg
-from nats.js import JetStreamContext
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+import nats.js.errors
+from faststream import AckPolicy
+from faststream.nats import JStream, NatsBroker, PullSub
+from faststream.nats.annotations import NatsMessage
+from faststream.nats.message import NatsMessage as NatsMessageType
+from nats.aio.client import Client as NatsClient
+from nats.js.api import AckPolicy as JsAckPolicy
+from nats.js.api import ConsumerConfig, DeliverPolicy
+from pydantic import WithJsonSchema
 
 from proxyfleet.common import subjects
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.messaging import intent_decoder
 from proxyfleet.common.metrics import MESSAGE_SECONDS, MESSAGES
-from proxyfleet.common.models import CreateIntent
+from proxyfleet.common.models import CreateIntent, Intent
 from proxyfleet.common.runner.backoff import redelivery_delay
-from proxyfleet.common.runner.handlers import IntentHandler
+from proxyfleet.common.runner.broker import ConnectedNatsBroker
 from proxyfleet.common.runner.settings import RunnerSettings
 from proxyfleet.common.runner.verdict import Delivery, Reply, Verdict
+from proxyfleet.common.wire_schema import json_schema
 
 log = get_logger("proxyfleet.runner")
+
+IntentBody = Annotated[bytes, WithJsonSchema(json_schema(Intent))]
+"""An intent as it arrives: JSON bytes, decoded by msgspec in the handler (an undecodable
+one is terminated, not retried); the AsyncAPI document shows the `Intent` schema."""
+
+OnIntent = Callable[[IntentBody, NatsMessageType], Awaitable[None]]
+
+
+class HandlesIntents(Protocol):
+    """What the consumer hands each decoded intent to (`IntentHandler` in the runner)."""
+
+    async def handle(self, intent: Intent, delivery: Delivery) -> Verdict: ...
 
 
 def consumer_config(settings: RunnerSettings) -> ConsumerConfig:
@@ -35,73 +56,112 @@ def consumer_config(settings: RunnerSettings) -> ConsumerConfig:
         durable_name=durable,
         filter_subject=subjects.intents_of(settings.provider),
         deliver_policy=DeliverPolicy.ALL,
-        ack_policy=AckPolicy.EXPLICIT,
+        ack_policy=JsAckPolicy.EXPLICIT,
         ack_wait=settings.ack_wait,
         max_deliver=settings.max_deliver,
     )
 
 
+async def _raw_body(msg: NatsMessageType) -> bytes:
+    """The body as it came: msgspec decodes it, not FastStream's JSON decoder."""
+    return msg.body
+
+
+def subscribe_intents(broker: NatsBroker, settings: RunnerSettings, on_intent: OnIntent) -> None:
+    """Declare the intent subscribers of `settings.provider` on `broker`: `concurrency`
+    pull subscribers on the shared durable, each fetching one intent when it is free.
+
+    Not one subscriber with `max_workers`: its worker pool fetches one more intent while
+    every worker is busy and holds it, unheartbeaten, until one frees up; past ack_wait
+    JetStream delivers it again, spending a delivery of the intent's budget.
+    """
+    durable = subjects.provisioner_durable(settings.provider)
+    for worker in range(settings.concurrency):
+        broker.subscriber(
+            subjects.intents_of(settings.provider),
+            stream=JStream(subjects.INTENT_STREAM, declare=False),
+            durable=durable,
+            config=consumer_config(settings),
+            pull_sub=PullSub(batch_size=1, timeout=settings.fetch_timeout),
+            ack_policy=AckPolicy.MANUAL,
+            no_reply=True,  # an intent is never answered, whatever its headers say
+            decoder=_raw_body,
+            title=f"{subjects.intents_of(settings.provider)}:provisioner",
+            description=(
+                "Create and delete intents for one provider instance, handled by its "
+                f"provisioner replicas through one shared durable pull consumer (`{durable}`). "
+                "Acked when done, NAKed with a growing delay on a temporary error, "
+                "terminated when undecodable."
+            ),
+            include_in_schema=worker == 0,
+        )(on_intent)
+
+
 class IntentConsumer:
     def __init__(
-        self, js: JetStreamContext, handler: IntentHandler, settings: RunnerSettings
+        self,
+        nc: NatsClient,
+        handler: HandlesIntents,
+        settings: RunnerSettings,
+        *,
+        consumer_check_interval: float = 5.0,
     ) -> None:
-        self._js = js
+        self._nc = nc
+        self._js = nc.jetstream()
         self._handler = handler
         self._settings = settings
+        self._check_interval = consumer_check_interval
         self.running = False
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Fetch and handle intents until `stop` is set, then let in-flight ones finish."""
+        """Handle intents until `stop` is set, then give in-flight ones shutdown_grace to
+        finish; the rest are NAKed so another replica takes them at once."""
         s = self._settings
         # Create or update: a changed ack_wait or max_deliver applies to every replica.
         await self._js.add_consumer(subjects.INTENT_STREAM, config=consumer_config(s))
-        durable = subjects.provisioner_durable(s.provider)
-        sub = await self._js.pull_subscribe_bind(durable=durable, stream=subjects.INTENT_STREAM)
-        inflight: set[asyncio.Task[None]] = set()
+        broker = ConnectedNatsBroker(self._nc, graceful_timeout=s.shutdown_grace)
+        subscribe_intents(broker, s, self._on_intent)
+        await broker.start()
         self.running = True
-        log.info("consuming intents", provider=s.provider, durable=durable)
+        log.info("consuming intents", provider=s.provider, durable=self._durable)
         try:
             while not stop.is_set():
-                free = s.concurrency - len(inflight)
-                if free <= 0:
-                    await asyncio.wait(inflight, return_when=asyncio.FIRST_COMPLETED)
-                    continue
-                try:
-                    msgs = await sub.fetch(free, timeout=s.fetch_timeout)
-                except (TimeoutError, nats.errors.TimeoutError):
-                    continue
-                except nats.errors.Error as exc:
-                    log.warning("fetching intents failed", error=str(exc))
-                    await asyncio.sleep(s.fetch_timeout)
-                    continue
-                for msg in msgs:
-                    task = asyncio.create_task(self._handle(msg))
-                    inflight.add(task)
-                    task.add_done_callback(inflight.discard)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(stop.wait(), self._check_interval)
+                if not stop.is_set():
+                    await self._recreate_if_missing()
         finally:
             self.running = False
-            await self._drain(inflight)
-            with contextlib.suppress(nats.errors.Error):
-                await sub.unsubscribe()
+            await broker.stop()
 
-    async def _drain(self, inflight: set[asyncio.Task[None]]) -> None:
-        if not inflight:
-            return
-        _, late = await asyncio.wait(set(inflight), timeout=self._settings.shutdown_grace)
-        for task in late:
-            task.cancel()
-        await asyncio.gather(*late, return_exceptions=True)
+    @property
+    def _durable(self) -> str:
+        return subjects.provisioner_durable(self._settings.provider)
 
-    async def _handle(self, msg: Msg) -> None:
-        delivery = Delivery(msg.metadata.num_delivered, self._settings.max_deliver)
+    async def _recreate_if_missing(self) -> None:
+        """A deleted consumer is declared again: FastStream's pull loops keep asking (each
+        gets "no responders" at once) and pick up intents as soon as it exists."""
         try:
-            intent = intent_decoder.decode(msg.data)
+            await self._js.consumer_info(subjects.INTENT_STREAM, self._durable)
+        except nats.js.errors.NotFoundError:
+            log.warning("intent consumer missing, declaring it again", durable=self._durable)
+            with contextlib.suppress(nats.errors.Error):
+                await self._js.add_consumer(
+                    subjects.INTENT_STREAM, config=consumer_config(self._settings)
+                )
+        except nats.errors.Error as exc:
+            log.warning("checking the intent consumer failed", error=str(exc))
+
+    async def _on_intent(self, body: IntentBody, msg: NatsMessage) -> None:
+        delivery = Delivery(msg.raw_message.metadata.num_delivered, self._settings.max_deliver)
+        try:
+            intent = intent_decoder.decode(body)
         except msgspec.DecodeError as exc:
             log.error(  # noqa: TRY400
-                "undecodable intent dropped", subject=msg.subject, error=str(exc)
+                "undecodable intent dropped", subject=msg.raw_message.subject, error=str(exc)
             )
             MESSAGES.labels("intent", "invalid").inc()
-            await msg.term()
+            await self._reply(msg, Verdict(Reply.TERM, "invalid"))
             return
         kind = "intent.create" if isinstance(intent, CreateIntent) else "intent.delete"
         started = time.perf_counter()
@@ -111,7 +171,7 @@ class IntentConsumer:
         except asyncio.CancelledError:
             # Stopping: hand the intent to another replica now rather than after ack_wait.
             with contextlib.suppress(nats.errors.Error):
-                await msg.nak()
+                await msg.nack()
             MESSAGES.labels(kind, "interrupted").inc()
             raise
         except Exception:
@@ -129,20 +189,20 @@ class IntentConsumer:
         delay = redelivery_delay(self._settings, delivery.number)
         return Verdict.nak(delay, "error")
 
-    async def _reply(self, msg: Msg, verdict: Verdict) -> None:
+    async def _reply(self, msg: NatsMessageType, verdict: Verdict) -> None:
         try:
             if verdict.reply is Reply.ACK:
                 await msg.ack()
             elif verdict.reply is Reply.NAK:
-                await msg.nak(delay=verdict.delay)
+                await msg.nack(delay=verdict.delay)
             else:
-                await msg.term()
+                await msg.reject()
         except nats.errors.Error as exc:
             # The intent comes back after ack_wait; handlers are idempotent.
             log.warning("replying to an intent failed", error=str(exc))
 
     @contextlib.asynccontextmanager
-    async def _heartbeats(self, msg: Msg) -> AsyncIterator[None]:
+    async def _heartbeats(self, msg: NatsMessageType) -> AsyncIterator[None]:
         """Tell JetStream the intent is still being worked on, so it is not redelivered."""
 
         s = self._settings

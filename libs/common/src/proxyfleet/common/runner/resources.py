@@ -1,4 +1,5 @@
-"""Core NATS request/reply: "which resources do you manage?" (asked by the GC service).
+"""Core NATS request/reply, as a FastStream subscriber: "which resources do you manage?"
+(asked by the GC service).
 
 Replicas share a queue group, so each request gets one answer.
 """
@@ -6,11 +7,13 @@ Replicas share a queue group, so each request gets one answer.
 from __future__ import annotations
 
 import time
+from collections.abc import Awaitable, Callable
+from typing import Annotated
 
 import msgspec
+from faststream.nats import NatsBroker
 from nats.aio.client import Client as NatsClient
-from nats.aio.msg import Msg
-from nats.aio.subscription import Subscription
+from pydantic import WithJsonSchema
 
 from proxyfleet.common import subjects
 from proxyfleet.common.errors import ProviderError
@@ -18,12 +21,35 @@ from proxyfleet.common.logging import get_logger
 from proxyfleet.common.metrics import MESSAGE_SECONDS, MESSAGES
 from proxyfleet.common.models import ResourceList
 from proxyfleet.common.provider import Provider
+from proxyfleet.common.runner.broker import ConnectedNatsBroker
 from proxyfleet.common.runner.calls import timed_call
+from proxyfleet.common.wire_schema import json_schema
 
 log = get_logger("proxyfleet.runner")
 
 _encoder = msgspec.json.Encoder()
 KIND = "resources"
+
+ResourcesReply = Annotated[bytes, WithJsonSchema(json_schema(ResourceList))]
+"""The answer: a msgspec-encoded `ResourceList` (FastStream sends bytes as they are)."""
+
+ResourcesAnswer = Callable[[], Awaitable[ResourcesReply]]
+
+REQUEST_DESCRIPTION = (
+    "GC asks one provider instance for the resources it manages (empty body). One "
+    "provisioner replica of the queue group answers with a `ResourceList`; a listing "
+    "error is answered too, with its text in `error`."
+)
+
+
+def subscribe_resources(broker: NatsBroker, provider_name: str, answer: ResourcesAnswer) -> None:
+    """Declare the resources responder of `provider_name` on `broker`."""
+    broker.subscriber(
+        subjects.resources_request(provider_name),
+        queue=subjects.provisioner_durable(provider_name),
+        title=f"{subjects.resources_request(provider_name)}:provisioner",
+        description=REQUEST_DESCRIPTION,
+    )(answer)
 
 
 class ResourcesResponder:
@@ -31,19 +57,18 @@ class ResourcesResponder:
         self._nc = nc
         self._provider = provider
         self._name = provider_name
-        self._sub: Subscription | None = None
+        self._broker: ConnectedNatsBroker | None = None
 
     async def start(self) -> None:
-        self._sub = await self._nc.subscribe(
-            subjects.resources_request(self._name),
-            queue=subjects.provisioner_durable(self._name),
-            cb=self._answer,
-        )
+        broker = ConnectedNatsBroker(self._nc)
+        subscribe_resources(broker, self._name, self._answer)
+        await broker.start()
+        self._broker = broker
 
     async def stop(self) -> None:
-        if self._sub is not None:
-            await self._sub.unsubscribe()
-            self._sub = None
+        if self._broker is not None:
+            await self._broker.stop()
+            self._broker = None
 
     async def answer(self) -> ResourceList:
         """The provider's managed resources, or the provider's error text."""
@@ -57,10 +82,10 @@ class ResourcesResponder:
             return ResourceList(provider=self._name, resources=[], error=f"internal error: {exc}")
         return ResourceList(provider=self._name, resources=found)
 
-    async def _answer(self, msg: Msg) -> None:
+    async def _answer(self) -> ResourcesReply:
+        """FastStream sends the returned bytes to the request's reply subject."""
         started = time.perf_counter()
         body = await self.answer()
         MESSAGE_SECONDS.labels(KIND).observe(time.perf_counter() - started)
         MESSAGES.labels(KIND, "error" if body.error else "ok").inc()
-        if msg.reply:
-            await msg.respond(_encoder.encode(body))
+        return _encoder.encode(body)

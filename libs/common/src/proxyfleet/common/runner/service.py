@@ -53,7 +53,7 @@ class ProvisionerRunner:
             installation_id=installation_id,
             clock=clock,
         )
-        self.consumer = IntentConsumer(self._js, handler, settings)
+        self.consumer = IntentConsumer(nc, handler, settings)
         self.reconciler = Reconciler(
             registry=registry, publisher=publisher, settings=settings, clock=clock
         )
