@@ -130,7 +130,9 @@ def test_kvm_provisioner_runs_its_console_script_with_probes_as_non_root() -> No
     container = _container(dep)
     assert container["command"] == ["proxyfleet-provisioner-kvm"]
     assert container["command"][0] in _console_scripts()
-    assert container["args"] == ["--provider", "onprem", "--metrics-port", "9090"]
+    assert container["args"] == [
+        *("--provider", "onprem", "--metrics-host", "0.0.0.0", "--metrics-port", "9090")
+    ]
     assert container["ports"] == [{"name": "http", "containerPort": 9090}]
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}

@@ -5,7 +5,7 @@
 - `IntentHandler`: create/delete intents -> registry transitions, provider calls, events.
 - `Reconciler`: republishes intents of proxies stuck pending/provisioning/deleting.
 - `ResourcesResponder`: answers the GC's "which resources do you manage?" requests.
-- `run_provisioner`: the process around them (signals, /healthz /readyz /metrics).
+- `provisioner_service`: a provisioner declared to the service host (`proxyfleet.common.host`).
 """
 
 from proxyfleet.common.runner.backoff import backoff_delay
@@ -13,7 +13,7 @@ from proxyfleet.common.runner.consumer import IntentConsumer, consumer_config
 from proxyfleet.common.runner.handlers import IntentHandler
 from proxyfleet.common.runner.reconciler import Reconciler
 from proxyfleet.common.runner.resources import ResourcesResponder
-from proxyfleet.common.runner.service import ProvisionerRunner, run_provisioner
+from proxyfleet.common.runner.service import ProvisionerRunner, provisioner_service
 from proxyfleet.common.runner.settings import RunnerSettings
 from proxyfleet.common.runner.verdict import Delivery, Reply, Verdict
 
@@ -29,5 +29,5 @@ __all__ = [
     "Verdict",
     "backoff_delay",
     "consumer_config",
-    "run_provisioner",
+    "provisioner_service",
 ]
