@@ -12,8 +12,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nats.js import JetStreamContext
+from nats.aio.client import Client as NatsClient
 
+from proxyfleet.common import subjects
 from proxyfleet.common.ids import new_proxy_id, resource_name
 from proxyfleet.common.models import ManagedResource, Phase, Proxy, ResourceList
 from proxyfleet.common.store import ProxyRegistry
@@ -71,8 +72,10 @@ async def test_once_dry_run_logs_the_orphans_and_publishes_nothing(
     providers_yaml: Path,
     registry: ProxyRegistry,
     answer: Answer,
-    delete_intents: JetStreamContext.PullSubscription,
+    nc: NatsClient,
 ) -> None:
+    delete_subject = subjects.intent_delete(PROVIDER)
+    await nc.jetstream().purge_stream(subjects.INTENT_STREAM, subject=delete_subject)
     orphan, young, live = new_proxy_id(), new_proxy_id(), new_proxy_id()
     now = time.time()
     await registry.create(
@@ -104,7 +107,9 @@ async def test_once_dry_run_logs_the_orphans_and_publishes_nothing(
     assert [(w["proxy_id"], w["resource_id"], w["why"]) for w in would] == [
         (orphan, resource_name(orphan), "proxy absent")
     ]
-    assert (await delete_intents.consumer_info()).num_pending == 0
+    # Read from the stream itself: an idle ephemeral consumer would be gone after 5 s.
+    info = await nc.jetstream().stream_info(subjects.INTENT_STREAM, subjects_filter=delete_subject)
+    assert not info.state.subjects  # no delete intent was published
 
 
 async def test_a_bad_providers_config_stops_with_a_message(tmp_path: Path) -> None:

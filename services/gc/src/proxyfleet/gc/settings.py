@@ -36,10 +36,10 @@ class GcSettings:
 
     def __post_init__(self) -> None:
         checks = [
-            (self.interval >= 0.1, "--interval", self.interval, "seconds >= 0.1"),
+            (self.interval > 0, "--interval", self.interval, "seconds > 0"),
             (self.min_age >= 0, "--min-age", self.min_age, "seconds >= 0"),
             (self.max_deletions >= 1, "--max-deletions", self.max_deletions, "at least 1"),
-            (self.request_timeout >= 0.1, "--request-timeout", self.request_timeout, ">= 0.1"),
+            (self.request_timeout > 0, "--request-timeout", self.request_timeout, "> 0"),
             (0 <= self.metrics_port <= 65535, "--metrics-port", self.metrics_port, "0..65535"),
         ]
         for ok, flag, value, expected in checks:

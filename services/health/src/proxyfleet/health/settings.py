@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
 
 from proxyfleet.common.errors import ConfigError
 from proxyfleet.common.lifecycle import Hysteresis
@@ -46,7 +45,7 @@ class HealthSettings:
     """Consecutive failed probes that turn a ready proxy unhealthy."""
     ready_after: int = 2
     """Consecutive good probes that turn an unhealthy proxy ready again."""
-    loop: Literal["uvloop", "asyncio"] = "uvloop"
+    loop: str = LOOPS[0]
     """Event loop: uvloop (libuv; TLS in Cython, the fast default) or asyncio (the standard
     library's)."""
     tls_resume_for: float = 60.0
