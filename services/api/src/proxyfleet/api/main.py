@@ -7,12 +7,6 @@ import uvloop
 from proxyfleet.api.gctune import tune_gc
 from proxyfleet.api.settings import ApiSettings
 from proxyfleet.common import host
-from proxyfleet.common.settings import CommonSettings
-
-
-def check(_: CommonSettings, settings: ApiSettings, __: object) -> ApiSettings:
-    settings.check()  # no token, bad TTLs...: refused before the web stack is even imported
-    return settings
 
 
 async def build(ctx: host.Context[ApiSettings]) -> host.Parts:
@@ -33,7 +27,7 @@ SERVICE = host.Service(
     build=build,
     needs_nats=False,  # the app opens its backends in its lifespan and serves its own /readyz
     needs_redis=False,
-    configure=check,
+    configure=lambda _, s, __: s.check(),  # refused before the web stack is imported
     loop=lambda _: uvloop.run,  # with httptools: about twice the requests per core
 )
 

@@ -51,8 +51,8 @@ class ApiSettings:
     """Serve the benchmark baselines GET /bench/json and POST /bench/evalsha (client
     scope, like a lease request). Off in production."""
 
-    def check(self) -> None:
-        """Raise ConfigError naming the setting when the settings cannot serve."""
+    def check(self) -> ApiSettings:
+        """These settings; ConfigError naming the setting when they cannot serve."""
         if not (self.admin_tokens or self.client_tokens or self.insecure_dev):
             raise ConfigError(REFUSAL_WITHOUT_AUTH)
         if any(not t.strip() for t in (*self.admin_tokens, *self.client_tokens)):
@@ -80,3 +80,4 @@ class ApiSettings:
                 f"--default-lease-ttl ({self.default_lease_ttl}) is longer than "
                 f"--max-lease-ttl ({self.max_lease_ttl})"
             )
+        return self

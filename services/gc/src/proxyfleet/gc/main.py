@@ -6,6 +6,7 @@ from proxyfleet.common import host
 from proxyfleet.common.messaging import Publisher
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.gc.collector import Collector
+from proxyfleet.gc.once import OneRound
 from proxyfleet.gc.settings import ONCE_CONNECT_TIMEOUT, GcSettings
 
 
@@ -21,14 +22,8 @@ async def build(ctx: host.Context[GcSettings]) -> host.Parts:
     )
     if not ctx.settings.once:
         return host.Parts(components={"collector": collector.run_forever})
-    rounds: list[bool] = []
-
-    async def one_round(_: object) -> None:
-        rounds.append((await collector.run_once()).result == "ok")
-
-    return host.Parts(
-        components={"collector": one_round}, exit_code=lambda: 0 if all(rounds) else 1
-    )
+    one = OneRound(collector)
+    return host.Parts(components={"collector": one.run}, exit_code=one.exit_code)
 
 
 SERVICE = host.Service(

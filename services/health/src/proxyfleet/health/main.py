@@ -6,7 +6,6 @@ import functools
 
 from proxyfleet.common import host
 from proxyfleet.common.messaging import Publisher
-from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.health import loops
 from proxyfleet.health.prober import Prober
@@ -28,16 +27,7 @@ async def build(ctx: host.Context[HealthSettings]) -> host.Parts:
         clock=ctx.clock,
         providers=[p.name for p in ctx.providers.providers],
     )
-
-    async def probing() -> bool:
-        return worker.ready
-
-    return host.Parts(components={"worker": worker.run}, ready={"worker": probing})
-
-
-def check_tls(_: CommonSettings, settings: HealthSettings, __: object) -> HealthSettings:
-    settings.ssl_context()  # a CA file that cannot be loaded is refused before connecting
-    return settings
+    return host.Parts(components={"worker": worker.run}, ready={"worker": lambda: worker.ready})
 
 
 SERVICE = host.Service(
@@ -45,7 +35,7 @@ SERVICE = host.Service(
     summary="Probe every proxy with a real CONNECT and mark it ready or unhealthy.",
     settings=HealthSettings,
     build=build,
-    configure=check_tls,
+    configure=lambda _, s, __: s.with_tls_checked(),  # a bad CA file: refused before connecting
     loop=lambda s: functools.partial(loops.run, loop=s.loop),
 )
 

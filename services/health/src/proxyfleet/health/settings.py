@@ -87,6 +87,11 @@ class HealthSettings:
             return None
         return make_ssl_context(self.ca_file, self.tls_resume_for)
 
+    def with_tls_checked(self) -> HealthSettings:
+        """These settings, once the TLS context could be built (ConfigError otherwise)."""
+        self.ssl_context()
+        return self
+
     @property
     def hysteresis(self) -> Hysteresis:
         return Hysteresis(unhealthy_after=self.unhealthy_after, ready_after=self.ready_after)

@@ -27,14 +27,7 @@ def adjust(entry: ProviderConfig, settings: Settings) -> Settings:
     return dataclasses.replace(settings, stale_after=max(settings.stale_after, floor))
 
 
-SERVICE = provisioner_service(
-    name="provisioner-kvm",
-    summary="Create and delete this provider's proxies as VMs on its libvirt hosts.",
-    provider_type="kvm",
-    settings=Settings,
-    make_provider=make_provider,
-    adjust=adjust,
-)
+SERVICE = provisioner_service("kvm", "VMs on its libvirt hosts", make_provider, Settings, adjust)
 
 
 def main() -> None:

@@ -16,13 +16,7 @@ def make_provider(
     return LocalProvider(local_options(entry.local, common.installation_id))
 
 
-SERVICE = provisioner_service(
-    name="provisioner-local",
-    summary="Create and delete this provider's proxies as local processes.",
-    provider_type="local",
-    settings=RunnerSettings,
-    make_provider=make_provider,
-)
+SERVICE = provisioner_service("local", "local processes", make_provider)
 
 
 def main() -> None:

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 from collections.abc import Mapping
 
 from proxyfleet.common.host.spec import ReadyCheck
@@ -21,7 +22,10 @@ async def readiness(checks: Mapping[str, ReadyCheck]) -> dict[str, bool]:
 
     async def one(check: ReadyCheck) -> bool:
         try:
-            return await asyncio.wait_for(check(), CHECK_TIMEOUT)
+            answer = check()
+            if inspect.isawaitable(answer):
+                answer = await asyncio.wait_for(answer, CHECK_TIMEOUT)
+            return bool(answer)
         except Exception:  # a broken check must answer "not ready", whatever it raised
             return False
 

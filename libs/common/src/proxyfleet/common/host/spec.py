@@ -19,7 +19,8 @@ S = TypeVar("S")
 
 Run = Callable[[asyncio.Event], Awaitable[None]]
 """A long-running component: works until the event is set, then returns."""
-ReadyCheck = Callable[[], Awaitable[bool]]
+ReadyCheck = Callable[[], "Awaitable[bool] | bool"]
+"""A readiness check: a function returning a bool, or a coroutine function."""
 Closer = Callable[[], Awaitable[object]]
 LoopRunner = Callable[[Coroutine[Any, Any, int]], int]
 """Runs the service's main coroutine on an event loop (asyncio.run, uvloop.run...)."""

@@ -76,15 +76,14 @@ class ProvisionerRunner:
 
 
 def provisioner_service(
-    *,
-    name: str,
-    summary: str,
     provider_type: str,
-    settings: type[R],
+    what: str,
     make_provider: Callable[[ProviderConfig, CommonSettings, R], Provider],
+    settings: type[R] = RunnerSettings,  # type: ignore[assignment]
     adjust: Callable[[ProviderConfig, R], R] | None = None,
 ) -> Service[R]:
-    """A provisioner for the service host: `make_provider` builds the adapter from the
+    """The provisioner `proxyfleet-provisioner-<provider_type>` for the service host; its
+    proxies are `what` ("local processes"). `make_provider` builds the adapter from the
     provider's config entry (inside the event loop); `adjust` may change the runner
     settings from that entry before anything connects (raising ConfigError refuses)."""
 
@@ -109,4 +108,10 @@ def provisioner_service(
             close=[provider.close],
         )
 
-    return Service(name=name, summary=summary, settings=settings, build=build, configure=configure)
+    return Service(
+        name=f"provisioner-{provider_type}",
+        summary=f"Create and delete this provider's proxies as {what}.",
+        settings=settings,
+        build=build,
+        configure=configure,
+    )
