@@ -65,3 +65,15 @@ def test_version_and_a_bad_providers_config(service: Service[Any], tmp_path: Pat
         f"proxyfleet-{service.name}: {missing}: cannot read the providers config: "
         "No such file or directory\n"
     )
+
+
+def test_a_missing_or_bad_flag_is_refused_on_one_line_with_exit_2() -> None:
+    done = run(LOCAL)
+    assert done.returncode == 2
+    assert done.stderr == (
+        "proxyfleet-provisioner-local: Missing option '--provider'. "
+        "(see proxyfleet-provisioner-local --help)\n"
+    )
+    done = run(GC, "--interval", "soon")
+    assert done.returncode == 2
+    assert done.stderr.startswith("proxyfleet-gc: Invalid value for '--interval': 'soon'")

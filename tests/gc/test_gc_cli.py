@@ -19,6 +19,8 @@ from proxyfleet.common.ids import new_proxy_id, resource_name
 from proxyfleet.common.models import ManagedResource, Phase, Proxy, ResourceList
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.devstack.servers import free_port
+from proxyfleet.gc.main import SERVICE as GC
+from proxyfleet.gc.settings import GcSettings
 
 PROVIDER = "local"
 ME = "inst-cli"
@@ -173,3 +175,8 @@ async def http_get(port: int, path: str) -> str:
     writer.close()
     await writer.wait_closed()
     return body.decode()
+
+
+def test_once_gives_up_on_nats_after_10_s_and_a_service_waits() -> None:
+    assert GC.connect_timeout(GcSettings(once=True)) == 10.0
+    assert GC.connect_timeout(GcSettings()) is None

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.metadata
+import sys
 import typing
 from collections.abc import Sequence
 from typing import Any, NoReturn, TypeVar
@@ -90,6 +91,8 @@ def _click_option(spec: OptionSpec) -> click.Option:
     kind: Any = {str: click.STRING, int: click.INT, float: click.FLOAT}[spec.kind]
     if spec.choices:
         kind = click.Choice(spec.choices, case_sensitive=False)
+    if spec.required:  # no default at all: click (8.2+) takes default=None as a value
+        return click.Option([name, spec.flag], type=kind, **common)
     return click.Option([name, spec.flag], type=kind, default=spec.default, **common)
 
 
@@ -168,8 +171,15 @@ def run(service: Service[S], specs: Sequence[OptionSpec], values: dict[str, Any]
 
 
 def main(service: Service[Any], argv: Sequence[str] | None = None) -> NoReturn:
-    """The console script of `service`: parse `argv` (default sys.argv), run, exit."""
-    command(service).main(
-        args=list(argv) if argv is not None else None, prog_name=f"proxyfleet-{service.name}"
-    )
-    raise SystemExit(0)  # click exits itself; this satisfies NoReturn
+    """The console script of `service`: parse `argv` (default sys.argv), run, exit. A bad
+    flag is reported like any configuration error: one line, exit code 2."""
+    prog = f"proxyfleet-{service.name}"
+    args = list(argv) if argv is not None else None
+    try:
+        code = command(service).main(args=args, prog_name=prog, standalone_mode=False)
+    except click.UsageError as exc:
+        print(f"{prog}: {exc.format_message()} (see {prog} --help)", file=sys.stderr)
+        raise SystemExit(runtime.EXIT_CONFIG) from None
+    except click.Abort:  # Ctrl-C while click itself was prompting or parsing
+        raise SystemExit(runtime.EXIT_FAILED) from None
+    raise SystemExit(code if isinstance(code, int) else 0)
