@@ -194,3 +194,17 @@ async def test_readyz_has_a_check_per_backend_and_the_service_s_own(
         (503, "nats: ok\nredis: not ready\nmine: not ready\n"),
         (503, "nats: ok\nredis: not ready\nmine: ok\n"),
     ]
+
+
+async def test_a_build_that_fails_exits_1_with_one_log_line(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    configure_logging("hosted", "info", "json")
+
+    async def build(ctx: Context[HostedSettings]) -> Parts:
+        raise RuntimeError("no such device")
+
+    assert await _serve(_service(build)) == 1
+    out = capsys.readouterr().out
+    assert '"event": "service.start_failed"' in out
+    assert "no such device" in out

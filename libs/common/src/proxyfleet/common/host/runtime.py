@@ -138,6 +138,9 @@ async def serve(
         return EXIT_FAILED
     except ConfigError as exc:
         return report_config_error(service.name, exc)
+    except Exception as exc:  # connecting or building failed: say so on one line, exit 1
+        log.exception("service.start_failed", service=service.name, error=repr(exc))
+        return EXIT_FAILED
     finally:
         await conns.close()
         for sig in (signal.SIGTERM, signal.SIGINT):
@@ -182,7 +185,7 @@ async def _run_parts(
                 checks = {**conns.checks(), **parts.ready}
                 host = str(getattr(settings, "metrics_host", "127.0.0.1"))
                 server = serve_health_and_metrics(host, port, checks, stop)
-                tasks.create_task(component("http", lambda _: server))
+                tasks.create_task(component("health-server", lambda _: server))
             for name, run in parts.components.items():
                 tasks.create_task(component(name, run))
             loop = type(asyncio.get_running_loop()).__module__.split(".")[0]
