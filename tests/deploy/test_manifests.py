@@ -130,7 +130,9 @@ def test_kvm_provisioner_runs_its_console_script_with_probes_as_non_root() -> No
     container = _container(dep)
     assert container["command"] == ["proxyfleet-provisioner-kvm"]
     assert container["command"][0] in _console_scripts()
-    assert container["args"] == ["--provider", "onprem", "--metrics-port", "9090"]
+    assert container["args"] == [
+        *("--provider", "onprem", "--metrics-host", "0.0.0.0", "--metrics-port", "9090")
+    ]
     assert container["ports"] == [{"name": "http", "containerPort": 9090}]
     assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
@@ -188,3 +190,20 @@ def test_kvm_component_renders_on_the_base(rendered: list[dict[str, Any]]) -> No
     config = parse_providers_config(_providers_text(rendered), "rendered providers.yaml")
     assert {p.name for p in config.providers} == {"local", "onprem"}
     assert config.get("onprem").type == "kvm"
+
+
+def test_health_servers_listen_on_every_interface_by_explicit_choice() -> None:
+    """The services' /healthz /readyz /metrics servers default to 127.0.0.1; a pod's
+    kubelet probes reach them only when the manifest asks for 0.0.0.0."""
+    deployments = [d for d in _docs() if d["kind"] == "Deployment"]
+    deployments += [_kvm_deployment(_kvm_files()["provisioner-kvm.yaml"])]
+    checked = set()
+    for dep in deployments:
+        container = _container(dep)
+        if not str(container["command"][0]).startswith("proxyfleet-"):
+            continue  # NATS and Redis
+        args = container["args"]
+        flag = "--host" if container["command"] == ["proxyfleet-api"] else "--metrics-host"
+        assert args[args.index(flag) + 1] == "0.0.0.0", dep["metadata"]["name"]
+        checked.add(dep["metadata"]["name"])
+    assert checked == {"api", "gc", "health", "provisioner-local", "provisioner-kvm"}

@@ -12,12 +12,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from nats.js import JetStreamContext
+from nats.aio.client import Client as NatsClient
 
+from proxyfleet.common import subjects
 from proxyfleet.common.ids import new_proxy_id, resource_name
 from proxyfleet.common.models import ManagedResource, Phase, Proxy, ResourceList
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.devstack.servers import free_port
+from proxyfleet.gc.main import SERVICE as GC
+from proxyfleet.gc.settings import GcSettings
 
 PROVIDER = "local"
 ME = "inst-cli"
@@ -71,8 +74,10 @@ async def test_once_dry_run_logs_the_orphans_and_publishes_nothing(
     providers_yaml: Path,
     registry: ProxyRegistry,
     answer: Answer,
-    delete_intents: JetStreamContext.PullSubscription,
+    nc: NatsClient,
 ) -> None:
+    delete_subject = subjects.intent_delete(PROVIDER)
+    await nc.jetstream().purge_stream(subjects.INTENT_STREAM, subject=delete_subject)
     orphan, young, live = new_proxy_id(), new_proxy_id(), new_proxy_id()
     now = time.time()
     await registry.create(
@@ -104,7 +109,9 @@ async def test_once_dry_run_logs_the_orphans_and_publishes_nothing(
     assert [(w["proxy_id"], w["resource_id"], w["why"]) for w in would] == [
         (orphan, resource_name(orphan), "proxy absent")
     ]
-    assert (await delete_intents.consumer_info()).num_pending == 0
+    # Read from the stream itself: an idle ephemeral consumer would be gone after 5 s.
+    info = await nc.jetstream().stream_info(subjects.INTENT_STREAM, subjects_filter=delete_subject)
+    assert not info.state.subjects  # no delete intent was published
 
 
 async def test_a_bad_providers_config_stops_with_a_message(tmp_path: Path) -> None:
@@ -168,3 +175,8 @@ async def http_get(port: int, path: str) -> str:
     writer.close()
     await writer.wait_closed()
     return body.decode()
+
+
+def test_once_gives_up_on_nats_after_10_s_and_a_service_waits() -> None:
+    assert GC.connect_timeout(GcSettings(once=True)) == 10.0
+    assert GC.connect_timeout(GcSettings()) is None

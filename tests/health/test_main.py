@@ -115,8 +115,8 @@ async def test_runs_probes_serves_metrics_and_stops_on_sigterm(
         if proc.returncode is None:
             proc.kill()
             await proc.wait()
-    assert '"event": "started"' in output
+    assert '"event": "service.started"' in output
     assert f'"loop": "{loop}"' in output
     assert '"event": "proxy_transition"' in output
-    assert '"event": "stopped"' in output
+    assert '"event": "service.stopped"' in output
     assert PASSWORD not in output

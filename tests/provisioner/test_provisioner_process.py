@@ -157,7 +157,7 @@ async def test_metrics_and_a_clean_stop_on_sigterm(provisioner: tuple[Start, int
     [
         ("unknown provider", "no provider named 'missing'"),
         ("unknown key", "bogus"),
-        ("bad flag", "ack_wait"),
+        ("bad flag", "--ack-wait: expected a positive number of seconds, got 0"),
     ],
 )
 async def test_a_bad_config_stops_with_a_message(

@@ -32,7 +32,7 @@ from litestar.status_codes import HTTP_200_OK
 from proxyfleet.api.app import create_app
 from proxyfleet.api.auth import Scope, TokenAuth
 from proxyfleet.api.deps import AppDeps, Backends, Connector, open_backends
-from proxyfleet.api.main import tune_gc
+from proxyfleet.api.gctune import tune_gc
 from proxyfleet.api.settings import ApiSettings
 from proxyfleet.common.clock import Clock, SystemClock
 from proxyfleet.common.logging import configure_logging

@@ -1,25 +1,64 @@
-"""Settings every service shares. Built once in each service's main() and passed down;
-nothing reads the environment at import time."""
+"""Settings every service shares, and how a settings field describes its command-line option.
+
+Settings are frozen dataclasses with a docstring per field; the service host
+(`proxyfleet.common.host`) turns every field into a flag and an environment variable, with
+the docstring as help. Nothing reads the environment at import time."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import MISSING, dataclass, field
+from typing import Any, Literal
+
+OPTION = "proxyfleet.option"
+"""Key of a field's metadata that holds its `OptionMeta`."""
+
+
+@dataclass(frozen=True, slots=True)
+class OptionMeta:
+    """What a settings field's option needs beyond its name, type, default and docstring."""
+
+    flag: str = ""
+    """Flag name when it is not `--<field-name>` (e.g. `--admin-token` for a list)."""
+    env_aliases: tuple[str, ...] = ()
+    """Earlier environment names still read (after the derived one)."""
+    exposed: bool = True
+    """False: no option (the value comes from elsewhere, e.g. the providers config)."""
+
+
+def option(
+    default: Any = MISSING,
+    *,
+    flag: str = "",
+    env_aliases: tuple[str, ...] = (),
+    exposed: bool = True,
+    default_factory: Any = None,
+    repr: bool = True,
+) -> Any:
+    """A dataclass field whose option has a flag, old env names or no option at all."""
+    meta: Mapping[str, Any] = {OPTION: OptionMeta(flag, env_aliases, exposed)}
+    if default_factory is not None:
+        return field(default_factory=default_factory, metadata=meta, repr=repr)
+    return field(default=default, metadata=meta, repr=repr)
+
+
+LogFormat = Literal["json", "console"]
+LogLevel = Literal["debug", "info", "warning", "error"]
 
 
 @dataclass(frozen=True, slots=True)
 class CommonSettings:
-    nats_url: str = "nats://127.0.0.1:4222"
-    """NATS server URL (env NATS_URL)."""
-    redis_url: str = "redis://127.0.0.1:6379/0"
-    """Redis URL of the system of record (env REDIS_URL)."""
+    nats_url: str = option("nats://127.0.0.1:4222", env_aliases=("NATS_URL",))
+    """NATS server URL."""
+    redis_url: str = option("redis://127.0.0.1:6379/0", env_aliases=("REDIS_URL",))
+    """Redis URL of the system of record."""
     installation_id: str = "dev"
-    """Marks every resource this installation creates; GC never touches other ids
-    (env PROXYFLEET_INSTALLATION_ID)."""
-    namespace: str = "pf"
-    """Prefix of every Redis key (env PROXYFLEET_REDIS_NAMESPACE)."""
+    """Marks every resource this installation creates; GC never touches other ids."""
+    namespace: str = option("pf", env_aliases=("PROXYFLEET_REDIS_NAMESPACE",))
+    """Prefix of every Redis key."""
     providers_config: str = "providers.yaml"
-    """Path of the providers config file (env PROXYFLEET_PROVIDERS_CONFIG)."""
-    log_level: str = "info"
-    """debug, info, warning or error (env PROXYFLEET_LOG_LEVEL)."""
-    log_format: str = "json"
-    """json (production) or console (readable, for the dev stack) (env PROXYFLEET_LOG_FORMAT)."""
+    """Path of the providers config file (YAML)."""
+    log_level: LogLevel = "info"
+    """Least severe level logged."""
+    log_format: LogFormat = "json"
+    """json (production) or console (readable, for the dev stack)."""

@@ -1,4 +1,4 @@
-"""API settings: built once in main() from flags/env and passed down; no env reads here."""
+"""API settings: built once by the service host from flags/env and passed down."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import math
 from dataclasses import dataclass, field
 
 from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.settings import CommonSettings
+from proxyfleet.common.settings import CommonSettings, option
 
 REFUSAL_WITHOUT_AUTH = (
     "no API token configured: pass --admin-token/--client-token "
-    "(env PROXYFLEET_ADMIN_TOKENS/PROXYFLEET_CLIENT_TOKENS, comma-separated), "
+    "(env PROXYFLEET_API_ADMIN_TOKENS/PROXYFLEET_API_CLIENT_TOKENS, comma-separated), "
     "or --insecure-dev to run without authentication on a development machine"
 )
 
@@ -22,34 +22,34 @@ class ApiSettings:
     common: CommonSettings = field(default_factory=CommonSettings)
     """Settings every service shares (NATS and Redis URLs, namespace, providers config, logs)."""
     host: str = "127.0.0.1"
-    """Address the HTTP server listens on (env PROXYFLEET_API_HOST)."""
+    """Address the HTTP server listens on."""
     port: int = 8080
-    """Port the HTTP server listens on (env PROXYFLEET_API_PORT)."""
-    admin_tokens: tuple[str, ...] = field(default=(), repr=False)
-    """Bearer tokens with the admin scope: everything (env PROXYFLEET_ADMIN_TOKENS)."""
-    client_tokens: tuple[str, ...] = field(default=(), repr=False)
-    """Bearer tokens with the client scope: leases and GET /v1/providers
-    (env PROXYFLEET_CLIENT_TOKENS)."""
-    insecure_dev: bool = False
-    """Serve without authentication (every caller is admin). Development only
-    (env PROXYFLEET_INSECURE_DEV)."""
-    cooldown: float = 30.0
-    """Seconds a released or expired proxy rests before it can be granted again
-    (env PROXYFLEET_LEASE_COOLDOWN)."""
-    max_lease_ttl: float = 3600.0
-    """Longest lease a grant or renew may get; longer requests are capped
-    (env PROXYFLEET_MAX_LEASE_TTL)."""
-    default_lease_ttl: float = 300.0
-    """TTL of a grant or renew that names none (env PROXYFLEET_DEFAULT_LEASE_TTL)."""
-    ban_seconds: float = 3600.0
-    """How long a `blocked` report bans the lease's proxy for that target
-    (env PROXYFLEET_BAN_SECONDS)."""
-    sweep_interval: float = 1.0
-    """Seconds between two runs of the sweeper that ends expired leases
-    (env PROXYFLEET_SWEEP_INTERVAL)."""
+    """Port the HTTP server listens on."""
+    admin_tokens: tuple[str, ...] = option(
+        (), flag="--admin-token", env_aliases=("PROXYFLEET_ADMIN_TOKENS",), repr=False
+    )
+    """Bearer tokens with the admin scope: everything. Repeatable; a value (and the env
+    var) may be a comma-separated list."""
+    client_tokens: tuple[str, ...] = option(
+        (), flag="--client-token", env_aliases=("PROXYFLEET_CLIENT_TOKENS",), repr=False
+    )
+    """Bearer tokens with the client scope: leases and GET /v1/providers. Repeatable, or
+    comma-separated."""
+    insecure_dev: bool = option(False, env_aliases=("PROXYFLEET_INSECURE_DEV",))
+    """Serve without authentication (every caller is admin). Development only."""
+    cooldown: float = option(30.0, env_aliases=("PROXYFLEET_LEASE_COOLDOWN",))
+    """Seconds a released or expired proxy rests before it can be granted again."""
+    max_lease_ttl: float = option(3600.0, env_aliases=("PROXYFLEET_MAX_LEASE_TTL",))
+    """Longest lease a grant or renew may get; longer requests are capped."""
+    default_lease_ttl: float = option(300.0, env_aliases=("PROXYFLEET_DEFAULT_LEASE_TTL",))
+    """TTL of a grant or renew that names none."""
+    ban_seconds: float = option(3600.0, env_aliases=("PROXYFLEET_BAN_SECONDS",))
+    """How long a `blocked` report bans the lease's proxy for that target."""
+    sweep_interval: float = option(1.0, env_aliases=("PROXYFLEET_SWEEP_INTERVAL",))
+    """Seconds between two runs of the sweeper that ends expired leases."""
 
-    def check(self) -> None:
-        """Raise ConfigError naming the setting when the settings cannot serve."""
+    def check(self) -> ApiSettings:
+        """These settings; ConfigError naming the setting when they cannot serve."""
         if not (self.admin_tokens or self.client_tokens or self.insecure_dev):
             raise ConfigError(REFUSAL_WITHOUT_AUTH)
         if any(not t.strip() for t in (*self.admin_tokens, *self.client_tokens)):
@@ -77,3 +77,4 @@ class ApiSettings:
                 f"--default-lease-ttl ({self.default_lease_ttl}) is longer than "
                 f"--max-lease-ttl ({self.max_lease_ttl})"
             )
+        return self

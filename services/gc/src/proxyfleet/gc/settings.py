@@ -1,29 +1,47 @@
-"""GC settings: built once in main() from flags/env and passed down; no env reads here."""
+"""GC settings: built once by the service host from flags/env and passed down."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from proxyfleet.common.errors import ConfigError
+
+ONCE_CONNECT_TIMEOUT = 10.0
+"""With --once, give up (exit 1) when NATS cannot be reached this long; a service waits."""
+
 
 @dataclass(frozen=True, slots=True)
 class GcSettings:
     interval: float = 30.0
-    """Seconds between two collection rounds (env PROXYFLEET_GC_INTERVAL)."""
+    """Seconds between two collection rounds."""
     min_age: float = 300.0
     """A resource younger than this many seconds is never deleted, whatever the registry
-    says: it may belong to a proxy being created right now (env PROXYFLEET_GC_MIN_AGE)."""
+    says: it may belong to a proxy being created right now."""
     dry_run: bool = False
-    """Log what would be deleted, one line per resource, and publish nothing
-    (env PROXYFLEET_GC_DRY_RUN)."""
+    """Log what would be deleted, one line per resource, and publish nothing."""
     max_deletions: int = 100
     """Most deletions asked for per provider per round, oldest first. A safety cap: a wrong
     Redis URL or namespace makes every resource look orphaned, and this bounds the damage
-    to one round's worth while the warning and metric say so (env PROXYFLEET_GC_MAX_DELETIONS)."""
+    to one round's worth while the warning and metric say so."""
     request_timeout: float = 5.0
     """Seconds to wait for a provisioner to answer the resources request; a provider that
-    does not answer in time is skipped for the round (env PROXYFLEET_GC_REQUEST_TIMEOUT)."""
+    does not answer in time is skipped for the round."""
     metrics_host: str = "127.0.0.1"
-    """Address of the /healthz, /readyz and /metrics server (env PROXYFLEET_GC_METRICS_HOST)."""
+    """Address of the /healthz, /readyz and /metrics server (0.0.0.0: every interface)."""
     metrics_port: int = 0
-    """Port of the /healthz, /readyz and /metrics server; 0 = off
-    (env PROXYFLEET_GC_METRICS_PORT)."""
+    """Port of the /healthz, /readyz and /metrics server; 0 = off."""
+    once: bool = False
+    """Run one round and exit (exit code 1 if a provider was skipped; gives up after
+    10 s without NATS)."""
+
+    def __post_init__(self) -> None:
+        checks = [
+            (self.interval > 0, "--interval", self.interval, "seconds > 0"),
+            (self.min_age >= 0, "--min-age", self.min_age, "seconds >= 0"),
+            (self.max_deletions >= 1, "--max-deletions", self.max_deletions, "at least 1"),
+            (self.request_timeout > 0, "--request-timeout", self.request_timeout, "> 0"),
+            (0 <= self.metrics_port <= 65535, "--metrics-port", self.metrics_port, "0..65535"),
+        ]
+        for ok, flag, value, expected in checks:
+            if not ok:
+                raise ConfigError(f"{flag}: expected {expected}, got {value:g}")

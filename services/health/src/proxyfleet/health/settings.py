@@ -1,4 +1,4 @@
-"""The health service's settings: built once in main() from flags/env and passed down."""
+"""The health service's settings: built once by the service host from flags/env."""
 
 from __future__ import annotations
 
@@ -6,9 +6,10 @@ from dataclasses import dataclass, field
 
 from proxyfleet.common.errors import ConfigError
 from proxyfleet.common.lifecycle import Hysteresis
-from proxyfleet.common.settings import CommonSettings
+from proxyfleet.common.settings import CommonSettings, option
 from proxyfleet.health.loops import LOOPS
 from proxyfleet.health.probe import Target, parse_target
+from proxyfleet.health.tls import ProbeTlsContext, make_ssl_context
 
 
 @dataclass(frozen=True, slots=True)
@@ -17,47 +18,40 @@ class HealthSettings:
     """Settings every service shares (NATS, Redis, namespace, providers config, logging)."""
     target: str = "https://www.example.com/"
     """URL fetched through each proxy's tunnel; the dev stack passes its local HTTPS target.
-    A JSON answer `{"ip": ...}` records the proxy's egress IP
-    (env PROXYFLEET_HEALTH_TARGET)."""
+    A JSON answer `{"ip": ...}` records the proxy's egress IP."""
     ca_file: str = ""
-    """PEM bundle that verifies the target's certificate; empty: the system CAs
-    (env PROXYFLEET_HEALTH_CA_FILE)."""
+    """PEM bundle that verifies the target's certificate; empty: the system CAs."""
     interval: float = 5.0
-    """Seconds between two probes of one proxy, shared by every replica
-    (env PROXYFLEET_HEALTH_INTERVAL)."""
+    """Seconds between two probes of one proxy, shared by every replica."""
     timeout: float = 3.0
     """Seconds one probe may take, connect to target answer. Must be shorter than the
-    interval, so a proxy is never probed twice at once (env PROXYFLEET_HEALTH_TIMEOUT)."""
+    interval, so a proxy is never probed twice at once."""
     concurrency: int = 256
-    """Probes in flight at once in this process (env PROXYFLEET_HEALTH_CONCURRENCY)."""
+    """Probes in flight at once in this process."""
     claim_batch: int = 256
-    """Most proxies claimed by one claim script call (env PROXYFLEET_HEALTH_CLAIM_BATCH)."""
+    """Most proxies claimed by one claim script call."""
     tick: float = 0.2
-    """Seconds between two claims when no probe is due (env PROXYFLEET_HEALTH_TICK)."""
+    """Seconds between two claims when no probe is due."""
     writers: int = 4
     """Tasks writing probe results to Redis, each a batch at a time (one pipelined round
-    trip); bounds this process's Redis connections (env PROXYFLEET_HEALTH_WRITERS)."""
+    trip); bounds this process's Redis connections."""
     stats_interval: float = 5.0
-    """Seconds between two refreshes of the proxies-by-phase and backlog gauges
-    (env PROXYFLEET_HEALTH_STATS_INTERVAL)."""
-    metrics_host: str = "0.0.0.0"
-    """Address of the /healthz, /readyz and /metrics server (env PROXYFLEET_METRICS_HOST)."""
-    metrics_port: int = 9102
-    """Port of the /healthz, /readyz and /metrics server; 0: off (env PROXYFLEET_METRICS_PORT)."""
+    """Seconds between two refreshes of the proxies-by-phase and backlog gauges."""
+    metrics_host: str = option("127.0.0.1", env_aliases=("PROXYFLEET_METRICS_HOST",))
+    """Address of the /healthz, /readyz and /metrics server (0.0.0.0: every interface)."""
+    metrics_port: int = option(9102, env_aliases=("PROXYFLEET_METRICS_PORT",))
+    """Port of the /healthz, /readyz and /metrics server; 0: off."""
     unhealthy_after: int = 3
-    """Consecutive failed probes that turn a ready proxy unhealthy
-    (env PROXYFLEET_HEALTH_UNHEALTHY_AFTER)."""
+    """Consecutive failed probes that turn a ready proxy unhealthy."""
     ready_after: int = 2
-    """Consecutive good probes that turn an unhealthy proxy ready again
-    (env PROXYFLEET_HEALTH_READY_AFTER)."""
+    """Consecutive good probes that turn an unhealthy proxy ready again."""
     loop: str = LOOPS[0]
     """Event loop: uvloop (libuv; TLS in Cython, the fast default) or asyncio (the standard
-    library's) (env PROXYFLEET_HEALTH_LOOP)."""
+    library's)."""
     tls_resume_for: float = 60.0
     """Seconds a TLS session with the target is resumed by later probes after a full
     handshake verified its certificate; every probe still makes a new connection, a new
-    CONNECT and a (shorter) handshake. 0: a full handshake on every probe
-    (env PROXYFLEET_HEALTH_TLS_RESUME_FOR)."""
+    CONNECT and a (shorter) handshake. 0: a full handshake on every probe."""
 
     def __post_init__(self) -> None:
         self.parsed_target()
@@ -85,6 +79,18 @@ class HealthSettings:
             return parse_target(self.target)
         except ValueError as exc:
             raise ConfigError(f"--target: {exc}") from None
+
+    def ssl_context(self) -> ProbeTlsContext | None:
+        """The probes' TLS context (None for a plain-HTTP target); ConfigError for a CA
+        file that cannot be loaded."""
+        if not self.parsed_target().tls:
+            return None
+        return make_ssl_context(self.ca_file, self.tls_resume_for)
+
+    def with_tls_checked(self) -> HealthSettings:
+        """These settings, once the TLS context could be built (ConfigError otherwise)."""
+        self.ssl_context()
+        return self
 
     @property
     def hysteresis(self) -> Hysteresis:

@@ -208,14 +208,15 @@ class Stack:
     def service_env(self) -> dict[str, str]:
         env = dict(os.environ)
         env.update(
-            NATS_URL=self.nats_url,
-            REDIS_URL=self.redis_url,
+            # The names the services read first (NATS_URL/REDIS_URL are only fallbacks).
+            PROXYFLEET_NATS_URL=self.nats_url,
+            PROXYFLEET_REDIS_URL=self.redis_url,
             PROXYFLEET_PROVIDERS_CONFIG=self.providers_config,
             PROXYFLEET_INSTALLATION_ID=self.opts.installation_id,
             PROXYFLEET_LOG_FORMAT="console",
             PROXYFLEET_LOG_LEVEL=self.opts.log_level,
-            PROXYFLEET_ADMIN_TOKENS=self.admin_token,
-            PROXYFLEET_CLIENT_TOKENS=self.client_token,
+            PROXYFLEET_API_ADMIN_TOKENS=self.admin_token,
+            PROXYFLEET_API_CLIENT_TOKENS=self.client_token,
             PYTHONUNBUFFERED="1",
         )
         return env

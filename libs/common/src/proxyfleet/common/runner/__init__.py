@@ -8,7 +8,7 @@
 - `ResourcesResponder`: answers the GC's "which resources do you manage?" requests (a
   FastStream subscriber in the provisioner's queue group).
 - `ConnectedNatsBroker`: the FastStream broker both run on, using the process's connection.
-- `run_provisioner`: the process around them (signals, /healthz /readyz /metrics).
+- `provisioner_service`: a provisioner declared to the service host (`proxyfleet.common.host`).
 """
 
 from proxyfleet.common.runner.backoff import backoff_delay
@@ -17,7 +17,7 @@ from proxyfleet.common.runner.consumer import IntentConsumer, consumer_config
 from proxyfleet.common.runner.handlers import IntentHandler
 from proxyfleet.common.runner.reconciler import Reconciler
 from proxyfleet.common.runner.resources import ResourcesResponder
-from proxyfleet.common.runner.service import ProvisionerRunner, run_provisioner
+from proxyfleet.common.runner.service import ProvisionerRunner, provisioner_service
 from proxyfleet.common.runner.settings import RunnerSettings
 from proxyfleet.common.runner.verdict import Delivery, Reply, Verdict
 
@@ -34,5 +34,5 @@ __all__ = [
     "Verdict",
     "backoff_delay",
     "consumer_config",
-    "run_provisioner",
+    "provisioner_service",
 ]

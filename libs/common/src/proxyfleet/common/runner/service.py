@@ -1,35 +1,35 @@
 """One provisioner replica: the intent consumer, the reconciler and the resources responder
-on one NATS connection, plus the process around them (signals, health and metrics)."""
+on one NATS connection; `provisioner_service` declares it to the service host."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import signal
+import dataclasses
 from collections.abc import Callable
+from typing import TypeVar
 
-import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
 
 from proxyfleet.common.clock import Clock, SystemClock
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.messaging import Publisher, connect_nats, ensure_streams
-from proxyfleet.common.metrics import serve_health_and_metrics
+from proxyfleet.common.host import Context, Parts, Service
+from proxyfleet.common.messaging import Publisher, ensure_streams
 from proxyfleet.common.provider import Provider
+from proxyfleet.common.providers_config import ProviderConfig, ProvidersConfig, load_provider
 from proxyfleet.common.runner.consumer import IntentConsumer
 from proxyfleet.common.runner.handlers import IntentHandler
 from proxyfleet.common.runner.reconciler import Reconciler
 from proxyfleet.common.runner.resources import ResourcesResponder
 from proxyfleet.common.runner.settings import RunnerSettings
 from proxyfleet.common.settings import CommonSettings
-from proxyfleet.common.store import ProxyRegistry, connect_redis
+from proxyfleet.common.store import ProxyRegistry
 
-log = get_logger("proxyfleet.runner")
+R = TypeVar("R", bound=RunnerSettings)
 
 
 class ProvisionerRunner:
     """Everything a provisioner replica runs, on connections it is given (tests build it
-    in process; services go through `run_provisioner`)."""
+    in process; services declare `provisioner_service`)."""
 
     def __init__(
         self,
@@ -75,62 +75,43 @@ class ProvisionerRunner:
         return self._nc.is_connected and self.consumer.running
 
 
-def run_provisioner(
-    common: CommonSettings,
-    settings: RunnerSettings,
-    make_provider: Callable[[], Provider],
-) -> int:
-    """Run one provisioner replica until SIGTERM or SIGINT; returns the exit code.
+def provisioner_service(
+    provider_type: str,
+    what: str,
+    make_provider: Callable[[ProviderConfig, CommonSettings, R], Provider],
+    settings: type[R] = RunnerSettings,  # type: ignore[assignment]
+    adjust: Callable[[ProviderConfig, R], R] | None = None,
+) -> Service[R]:
+    """The provisioner `proxyfleet-provisioner-<provider_type>` for the service host; its
+    proxies are `what` ("local processes"). `make_provider` builds the adapter from the
+    provider's config entry (inside the event loop); `adjust` may change the runner
+    settings from that entry before anything connects (raising ConfigError refuses)."""
 
-    `make_provider` builds the adapter (called once, inside the event loop).
-    """
-    return asyncio.run(_serve(common, settings, make_provider))
+    def configure(common: CommonSettings, runner: R, providers: ProvidersConfig) -> R:
+        entry = load_provider(common.providers_config, runner.provider, provider_type)
+        runner = dataclasses.replace(runner, boot_timeout=entry.boot_timeout)
+        return adjust(entry, runner) if adjust else runner
 
-
-async def _serve(
-    common: CommonSettings, settings: RunnerSettings, make_provider: Callable[[], Provider]
-) -> int:
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    provider = make_provider()
-    redis = connect_redis(common.redis_url)
-    nc: NatsClient | None = None
-    try:
-        nc = await connect_nats(common.nats_url, name=f"provisioner-{settings.provider}")
-        clock = SystemClock()
+    async def build(ctx: Context[R]) -> Parts:
+        provider = make_provider(ctx.providers.get(ctx.settings.provider), ctx.common, ctx.settings)
         runner = ProvisionerRunner(
-            nc=nc,
-            registry=ProxyRegistry(redis, clock, namespace=common.namespace),
+            nc=ctx.nats,
+            registry=ProxyRegistry(ctx.redis, ctx.clock, namespace=ctx.common.namespace),
             provider=provider,
-            settings=settings,
-            installation_id=common.installation_id,
-            clock=clock,
+            settings=ctx.settings,
+            installation_id=ctx.common.installation_id,
+            clock=ctx.clock,
         )
-        log.info("provisioner starting", provider=settings.provider)
-        async with asyncio.TaskGroup() as tasks:
-            if settings.metrics_port:
-                tasks.create_task(
-                    serve_health_and_metrics(
-                        settings.metrics_host, settings.metrics_port, runner.ready, stop
-                    )
-                )
-            tasks.create_task(runner.run(stop))
-    except Exception:
-        log.exception("provisioner stopped on an error", provider=settings.provider)
-        return 1
-    finally:
-        await _close(provider, nc, redis)
-    log.info("provisioner stopped", provider=settings.provider)
-    return 0
+        return Parts(
+            components={"runner": runner.run},
+            ready={"runner": runner.ready},
+            close=[provider.close],
+        )
 
-
-async def _close(provider: Provider, nc: NatsClient | None, redis: aioredis.Redis) -> None:
-    with contextlib.suppress(Exception):
-        await provider.close()
-    if nc is not None:
-        with contextlib.suppress(Exception):
-            await nc.drain()
-    with contextlib.suppress(Exception):
-        await redis.aclose()
+    return Service(
+        name=f"provisioner-{provider_type}",
+        summary=f"Create and delete this provider's proxies as {what}.",
+        settings=settings,
+        build=build,
+        configure=configure,
+    )

@@ -4,15 +4,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.settings import option
+
 
 @dataclass(frozen=True, slots=True)
 class RunnerSettings:
-    provider: str
+    provider: str = option(env_aliases=("PROXYFLEET_PROVIDER",))
     """Name of the provider instance this runner serves (intents proxyfleet.intents.<name>.*)."""
-    boot_timeout: float = 120.0
+    boot_timeout: float = option(120.0, exposed=False)
     """Seconds a booting proxy has to become healthy (from the providers config); the
     runner stamps `boot_deadline = now + boot_timeout` when the resource is created."""
-    ack_wait: float = 30.0
+    ack_wait: float = option(30.0, env_aliases=("PROXYFLEET_ACK_WAIT",))
     """Seconds JetStream waits for an ack before redelivering an intent to another replica
     (a crashed replica's work is picked up after this)."""
     heartbeat_interval: float = 10.0
@@ -27,21 +30,21 @@ class RunnerSettings:
     """Longest delay between two deliveries of one intent (seconds)."""
     backoff_jitter: float = 0.1
     """Random extra share of each delay (0.1: up to +10 %), so retries spread out."""
-    concurrency: int = 8
+    concurrency: int = option(8, env_aliases=("PROXYFLEET_CONCURRENCY",))
     """Intents one replica handles at once."""
     fetch_timeout: float = 1.0
     """Seconds one pull request waits for intents; also bounds how fast a stop is noticed."""
-    reconcile_interval: float = 10.0
+    reconcile_interval: float = option(10.0, env_aliases=("PROXYFLEET_RECONCILE_INTERVAL",))
     """Seconds between two passes of the reconciler over this provider's proxies."""
-    stale_after: float = 120.0
+    stale_after: float = option(120.0, env_aliases=("PROXYFLEET_STALE_AFTER",))
     """A pending, provisioning or deleting proxy not updated for this long gets its intent
     published again (a lost message delays work, never loses it). Keep it above the
     total backoff so normal retries are not duplicated."""
     shutdown_grace: float = 10.0
     """Seconds in-flight intents get to finish at stop; the rest are NAKed for redelivery."""
-    metrics_host: str = "0.0.0.0"
-    """Address of the /healthz, /readyz and /metrics server."""
-    metrics_port: int = 0
+    metrics_host: str = "127.0.0.1"
+    """Address of the /healthz, /readyz and /metrics server (0.0.0.0: every interface)."""
+    metrics_port: int = option(0, env_aliases=("PROXYFLEET_METRICS_PORT",))
     """Port of the /healthz, /readyz and /metrics server (0: no server)."""
 
     def __post_init__(self) -> None:
@@ -54,8 +57,17 @@ class RunnerSettings:
         }
         for name, value in positive.items():
             if value <= 0:
-                raise ValueError(f"{name}: expected a positive number of seconds, got {value}")
-        if self.max_deliver < 1 or self.concurrency < 1:
-            raise ValueError("max_deliver and concurrency: expected at least 1")
+                raise ConfigError(
+                    f"{_flag(name)}: expected a positive number of seconds, got {value}"
+                )
+        for name in ("max_deliver", "concurrency"):
+            if getattr(self, name) < 1:
+                raise ConfigError(f"{_flag(name)}: expected at least 1, got {getattr(self, name)}")
         if self.backoff_max < self.backoff_initial:
-            raise ValueError("backoff_max: expected at least backoff_initial")
+            raise ConfigError("--backoff-max: expected at least --backoff-initial")
+        if not 0 <= self.metrics_port <= 65535:
+            raise ConfigError(f"--metrics-port: expected 0..65535, got {self.metrics_port}")
+
+
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")

@@ -1,0 +1,12 @@
+"""The service host: one way to run a service.
+
+A service declares a `Service` (name, settings dataclass, build step); `main(service)` is
+its console script. The host generates the command line from the settings
+(`options`), then runs the service (`runtime`): signals, logging, the providers config,
+NATS and Redis, the health/metrics server (`http`), one task group, an orderly close."""
+
+from proxyfleet.common.host.command import main
+from proxyfleet.common.host.options import env_name
+from proxyfleet.common.host.spec import Context, LoopRunner, Parts, Service
+
+__all__ = ["Context", "LoopRunner", "Parts", "Service", "env_name", "main"]

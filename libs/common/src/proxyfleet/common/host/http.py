@@ -1,0 +1,74 @@
+"""The /healthz, /readyz and /metrics server of every service without a web framework.
+/readyz answers 200 only when every check passes, and lists each check's result."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import Mapping
+
+from proxyfleet.common.host.spec import ReadyCheck
+from proxyfleet.common.logging import get_logger
+from proxyfleet.common.metrics import render_metrics
+
+log = get_logger("proxyfleet.host")
+
+CHECK_TIMEOUT = 2.0
+"""Seconds one readiness check may take before it counts as failed."""
+
+
+async def readiness(checks: Mapping[str, ReadyCheck]) -> dict[str, bool]:
+    """Each check's result; a check that raises or hangs counts as not ready."""
+
+    async def one(check: ReadyCheck) -> bool:
+        try:
+            answer = check()
+            if inspect.isawaitable(answer):
+                answer = await asyncio.wait_for(answer, CHECK_TIMEOUT)
+            return bool(answer)
+        except Exception:  # a broken check must answer "not ready", whatever it raised
+            return False
+
+    results = await asyncio.gather(*(one(c) for c in checks.values()))
+    return dict(zip(checks, results, strict=True))
+
+
+async def serve_health_and_metrics(
+    host: str, port: int, checks: Mapping[str, ReadyCheck], stop: asyncio.Event
+) -> None:
+    """Serve until `stop` is set."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            line = await reader.readline()
+            while (await reader.readline()) not in (b"\r\n", b"\n", b""):
+                pass
+            path = line.split(b" ")[1].decode() if line.count(b" ") >= 2 else "/"
+            status, body, ctype = "404 Not Found", b"not found\n", "text/plain"
+            if path == "/healthz":
+                status, body = "200 OK", b"ok\n"
+            elif path == "/readyz":
+                results = await readiness(checks)
+                ok = all(results.values())
+                status = "200 OK" if ok else "503 Service Unavailable"
+                body = "".join(
+                    f"{name}: {'ok' if good else 'not ready'}\n" for name, good in results.items()
+                ).encode()
+            elif path == "/metrics":
+                body, ctype = render_metrics()
+                status = "200 OK"
+            head = (
+                f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+            )
+            writer.write(head.encode() + body)
+            await writer.drain()
+        except (OSError, IndexError, UnicodeDecodeError, asyncio.IncompleteReadError):
+            pass
+        finally:
+            writer.close()
+
+    server = await asyncio.start_server(handle, host, port)
+    log.info("service.http_listening", host=host, port=port)
+    async with server:
+        await stop.wait()

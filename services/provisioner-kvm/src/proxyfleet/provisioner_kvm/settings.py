@@ -1,0 +1,23 @@
+"""The KVM provisioner's settings: the runner's, with its own defaults and tracing."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
+
+from proxyfleet.common.runner import RunnerSettings
+from proxyfleet.common.settings import option
+
+
+@dataclass(frozen=True, slots=True)
+class KvmProvisionerSettings(RunnerSettings):
+    ack_wait: float = option(60.0, env_aliases=("PROXYFLEET_ACK_WAIT",))
+    """Seconds JetStream waits for an ack before redelivering an intent to another replica
+    (VM creates take longer than local ones)."""
+    concurrency: int = option(4, env_aliases=("PROXYFLEET_CONCURRENCY",))
+    """Intents one replica handles at once."""
+    libvirt_trace: Literal["calls", "full"] = option(
+        "calls", env_aliases=("PROXYFLEET_LIBVIRT_TRACE",)
+    )
+    """At log level debug: calls = one line per libvirt call (call, ids, duration, error);
+    full = also domain XML, metadata and addresses. cloud-init user-data is never logged."""
