@@ -22,6 +22,9 @@ from proxyfleet.common.messaging import connect_nats, ensure_streams
 from proxyfleet.common.store import ProxyRegistry, connect_redis
 from proxyfleet.devstack.servers import start_nats, start_redis
 
+# The provider contract's asserts are in a plain module its subclasses import.
+pytest.register_assert_rewrite("tests.contract.provider_contract")
+
 # ---- markers ------------------------------------------------------------------------------
 
 SLOW_MODULES = {
