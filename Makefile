@@ -9,7 +9,7 @@ export UV_LINK_MODE ?= copy
 # Debian packages, each installed once: apt runs only for those dpkg does not list as installed.
 BUILD_PACKAGES := libvirt-dev pkg-config
 KVM_PACKAGES := libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 \
-	qemu-utils ovmf dnsmasq-base iptables
+	qemu-utils ovmf dnsmasq-base iptables iproute2
 
 # $(call apt-install,PACKAGES,WHAT): install the missing PACKAGES as root; otherwise say how.
 define apt-install

@@ -30,7 +30,6 @@ pytest.register_assert_rewrite("tests.contract.provider_contract")
 SLOW_MODULES = {
     # Tests that start processes, servers or VMs of their own, without a server fixture.
     "tests/api/test_api_cli.py",
-    "tests/bench/test_fleet.py",
     "tests/bench/test_health_fleet.py",
     "tests/deploy/test_manifests.py",
     "tests/gc/test_gc_cli.py",

@@ -49,6 +49,7 @@ _PROGRAMS = {  # program -> Debian package
     "qemu-system-x86_64": "qemu-system-x86",
     "qemu-img": "qemu-utils",
     "/usr/sbin/dnsmasq": "dnsmasq-base",
+    "ip": "iproute2",  # the session's network namespace
 }
 
 
