@@ -4,12 +4,12 @@ UV ?= $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 export UV_LINK_MODE ?= copy
 
 .PHONY: run test lint fmt setup uv-installed build-packages proxy-packages kvm-packages \
-	system-packages bench bench-packages clean test-integration-kvm asyncapi
+	system-packages bench bench-packages clean test-integration-kvm test-fast asyncapi
 
 # Debian packages, each installed once: apt runs only for those dpkg does not list as installed.
 BUILD_PACKAGES := libvirt-dev pkg-config
 KVM_PACKAGES := libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 \
-	qemu-utils ovmf dnsmasq-base iptables
+	qemu-utils ovmf dnsmasq-base iptables iproute2
 
 # $(call apt-install,PACKAGES,WHAT): install the missing PACKAGES as root; otherwise say how.
 define apt-install
@@ -70,8 +70,11 @@ fmt: setup
 	$(UV) run --frozen ruff check --fix .
 	$(UV) run --frozen ruff format .
 
-test: system-packages setup lint ## Everything: lint, unit, store, services, end-to-end
+test: system-packages setup lint ## Everything: lint, unit, store, services, end-to-end (random order)
 	$(UV) run --frozen pytest
+
+test-fast: setup ## Seconds: the pure tests and the Redis store tests (markers set in tests/conftest.py)
+	$(UV) run --frozen pytest -q -m "pure or store"
 
 test-integration-kvm: system-packages setup ## Opt-in: boot a real VM (image: PROXYFLEET_KVM_IMAGE) through the whole system
 	PROXYFLEET_INTEGRATION_KVM=1 $(UV) run --frozen pytest -s --timeout 3600 tests/kvm/integration

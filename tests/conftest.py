@@ -1,5 +1,10 @@
-"""Session fixtures: a fresh real NATS (JetStream) and Redis on free ports, or the servers
-named by TEST_NATS_URL / TEST_REDIS_URL."""
+"""Session fixtures shared by every test folder: a fresh real NATS (JetStream) and Redis on
+free ports (or the servers named by TEST_NATS_URL / TEST_REDIS_URL), clients on them, the
+clock and the registry. A folder's conftest adds only what is its own; one that needs real
+time overrides `clock` (the registry follows it).
+
+Markers are set here from what a test uses (see `pytest_collection_modifyitems`), so
+`-m "pure or store"` (`make test-fast`) selects the tests that need at most Redis."""
 
 from __future__ import annotations
 
@@ -10,9 +15,60 @@ from pathlib import Path
 import pytest
 import redis.asyncio as aioredis
 import stamina
+from nats.aio.client import Client as NatsClient
 
-from proxyfleet.common.store import connect_redis
+from proxyfleet.common.clock import Clock, ManualClock
+from proxyfleet.common.messaging import connect_nats, ensure_streams
+from proxyfleet.common.store import ProxyRegistry, connect_redis
 from proxyfleet.devstack.servers import start_nats, start_redis
+
+# The provider contract's asserts are in a plain module its subclasses import.
+pytest.register_assert_rewrite("tests.contract.provider_contract")
+
+# ---- markers ------------------------------------------------------------------------------
+
+SLOW_MODULES = {
+    # Tests that start processes, servers or VMs of their own, without a server fixture.
+    "tests/api/test_api_cli.py",
+    "tests/bench/test_health_fleet.py",
+    "tests/deploy/test_manifests.py",
+    "tests/gc/test_gc_cli.py",
+    "tests/health/test_main.py",
+    "tests/health/test_target.py",
+    "tests/health/test_tls.py",
+    "tests/kvm/test_image_store.py",
+    "tests/provisioner/test_local_adapter.py",
+    "tests/provisioner/test_provisioner_process.py",
+}
+"""Modules never marked `pure` though no server fixture shows it (paths from the root)."""
+PROCESS_FIXTURES = {"target", "squid", "proxypy", "own_squid", "proxy_state_dir", "stack"}
+"""Fixtures that start processes: a test using one is at least `process`."""
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test by the most it needs: `kvm` (a real libvirtd), `e2e` (the whole
+    system), `messaging` (NATS, usually Redis too), `store` (Redis only), `process` (starts
+    processes or servers itself) or `pure` (none of that: seconds for all of them)."""
+    root = config.rootpath
+    for item in items:
+        used = set(getattr(item, "fixturenames", ()))
+        module = item.path.relative_to(root).as_posix()
+        if "libvirtd" in used:
+            marker = "kvm"
+        elif module.startswith("tests/e2e/"):
+            marker = "e2e"
+        elif "nats_url" in used:
+            marker = "messaging"
+        elif "redis_url" in used:
+            marker = "store"
+        elif used & PROCESS_FIXTURES or module in SLOW_MODULES:
+            marker = "process"
+        else:
+            marker = "pure"
+        item.add_marker(marker)
+
+
+# ---- servers ------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -42,6 +98,9 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     server.stop()
 
 
+# ---- clients ------------------------------------------------------------------------------
+
+
 @pytest.fixture
 async def redis_client(redis_url: str) -> AsyncIterator[aioredis.Redis]:
     """A client on a clean database: every test starts from an empty system of record."""
@@ -49,6 +108,28 @@ async def redis_client(redis_url: str) -> AsyncIterator[aioredis.Redis]:
     await client.flushdb()
     yield client
     await client.aclose()
+
+
+@pytest.fixture
+async def nc(nats_url: str) -> AsyncIterator[NatsClient]:
+    """A NATS client of this test's own, with both streams declared."""
+    client = await connect_nats(nats_url, "tests")
+    await ensure_streams(client.jetstream())
+    yield client
+    await client.close()
+
+
+@pytest.fixture
+def clock() -> ManualClock:
+    """A ManualClock: time moves only when the test says so. Folders whose tests run real
+    processes override it with a SystemClock."""
+    return ManualClock()
+
+
+@pytest.fixture
+def registry(redis_client: aioredis.Redis, clock: Clock) -> ProxyRegistry:
+    """The proxy registry on a clean Redis, on this test's `clock`."""
+    return ProxyRegistry(redis_client, clock)
 
 
 @pytest.fixture

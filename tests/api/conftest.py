@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
 import httpx
-import nats
 import pytest
 import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
@@ -25,7 +24,6 @@ from tests.api.helpers import (
 from proxyfleet.api.app import create_app
 from proxyfleet.api.deps import AppDeps
 from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.messaging import ensure_streams
 from proxyfleet.common.store import ProxyRegistry
 
 
@@ -70,14 +68,6 @@ async def start_api(
 @pytest.fixture
 async def api(start_api: ApiFactory) -> Api:
     return await start_api()
-
-
-@pytest.fixture
-async def nc(nats_url: str) -> AsyncIterator[NatsClient]:
-    client = await nats.connect(nats_url)
-    await ensure_streams(client.jetstream())
-    yield client
-    await client.close()
 
 
 async def _recording(nc: NatsClient, subject: str) -> AsyncIterator[Recorder]:

@@ -1,21 +1,13 @@
+"""Store fixtures (the registry and the clock are in tests/conftest.py)."""
+
 from __future__ import annotations
 
 import pytest
 import redis.asyncio as aioredis
 
 from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.store import LeaseStore, ProxyRegistry
+from proxyfleet.common.store import LeaseStore
 from proxyfleet.common.store.leases import LeasePolicy
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def registry(redis_client: aioredis.Redis, clock: ManualClock) -> ProxyRegistry:
-    return ProxyRegistry(redis_client, clock)
 
 
 @pytest.fixture

@@ -1,5 +1,5 @@
-"""GC test fixtures: a NATS client, a pull consumer on the `local` delete intents, a fake
-provisioner answering the resources request, and the registry on a clean Redis."""
+"""GC test fixtures: a pull consumer on the `local` delete intents and a fake provisioner
+answering the resources request (`nc`, `clock` and `registry` are in tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -7,30 +7,18 @@ from collections.abc import AsyncIterator, Callable
 from pathlib import Path
 
 import msgspec
-import nats
 import pytest
-import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.js import JetStreamContext
+from nats.js.api import ConsumerConfig
 
 from proxyfleet.common import subjects
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.messaging import ensure_streams
 from proxyfleet.common.models import ResourceList
-from proxyfleet.common.store import ProxyRegistry
 
 PROVIDER = "local"
 
 Answer = Callable[[ResourceList | bytes | None], None]
-
-
-@pytest.fixture
-async def nc(nats_url: str) -> AsyncIterator[NatsClient]:
-    client = await nats.connect(nats_url)
-    await ensure_streams(client.jetstream())
-    yield client
-    await client.close()
 
 
 @pytest.fixture
@@ -49,7 +37,10 @@ async def delete_intents(nc: NatsClient) -> AsyncIterator[JetStreamContext.PullS
         ]
         if not filters or any(_matches(f, subject) for f in filters):
             await js.delete_consumer(subjects.INTENT_STREAM, info.name)
-    psub = await js.pull_subscribe(subject, stream=subjects.INTENT_STREAM)
+    # An ephemeral consumer nobody pulls from goes after 5 s by default: longer than a GC
+    # process takes to start on a busy machine.
+    config = ConsumerConfig(inactive_threshold=600.0)
+    psub = await js.pull_subscribe(subject, stream=subjects.INTENT_STREAM, config=config)
     yield psub
     name = (await psub.consumer_info()).name
     await psub.unsubscribe()
@@ -84,16 +75,6 @@ async def answer(nc: NatsClient) -> AsyncIterator[Answer]:
     await nc.flush()
     yield set_reply
     await sub.unsubscribe()
-
-
-@pytest.fixture
-def clock() -> ManualClock:
-    return ManualClock()
-
-
-@pytest.fixture
-def registry(redis_client: aioredis.Redis, clock: ManualClock) -> ProxyRegistry:
-    return ProxyRegistry(redis_client, clock)
 
 
 @pytest.fixture

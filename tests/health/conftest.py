@@ -197,8 +197,9 @@ def own_squid(target: TargetServer) -> Iterator[ProxyProcess]:
 
 
 @pytest.fixture
-def registry(redis_client: aioredis.Redis) -> ProxyRegistry:
-    return ProxyRegistry(redis_client, SystemClock())
+def clock() -> SystemClock:
+    """Real time: these tests run real proxies and workers (the registry follows it)."""
+    return SystemClock()
 
 
 class MakeProxy(Protocol):
@@ -262,14 +263,6 @@ def make_proxy(registry: ProxyRegistry) -> MakeProxy:
 
 
 # ---- NATS ---------------------------------------------------------------------------------
-
-
-@pytest.fixture
-async def nc(nats_url: str) -> AsyncIterator[NatsClient]:
-    client = await nats.connect(nats_url)
-    await ensure_streams(client.jetstream())
-    yield client
-    await client.close()
 
 
 @dataclass

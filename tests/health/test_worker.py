@@ -185,11 +185,14 @@ async def test_two_workers_share_the_fleet_and_never_probe_a_proxy_twice_per_int
 ) -> None:
     interval = 0.4
     proxies = [await make_proxy(squid.port) for _ in range(40)]
+    began = time.time()
     async with (
         run_worker(interval=interval, claim_batch=8) as first,
         run_worker(interval=interval, claim_batch=8) as second,
     ):
-        await asyncio.sleep(interval * 5 + 0.1)  # 6 claims per proxy at most
+        await asyncio.sleep(interval * 5 + 0.1)  # 6 claims per proxy, on an idle machine
+    # Starting and stopping the workers adds to the window on a busy one.
+    most = int((time.time() - began) / interval) + 1
     assert first.probes_done > 0
     assert second.probes_done > 0
     times: dict[str, list[float]] = defaultdict(list)
@@ -202,7 +205,7 @@ async def test_two_workers_share_the_fleet_and_never_probe_a_proxy_twice_per_int
         # `time` is when the probe started, a little after its claim (more on a busy
         # machine); a proxy claimed by both workers would show a gap near zero.
         assert min(gaps) >= interval / 2, (proxy_id, gaps)
-        assert 3 <= len(seen) <= 6, (proxy_id, seen)
+        assert 3 <= len(seen) <= most, (proxy_id, seen)
     assert first.probes_done + second.probes_done == len(probe_results.items)
     for proxy in proxies:
         assert await _phase(registry, proxy.id) is Phase.READY

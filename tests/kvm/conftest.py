@@ -49,6 +49,7 @@ _PROGRAMS = {  # program -> Debian package
     "qemu-system-x86_64": "qemu-system-x86",
     "qemu-img": "qemu-utils",
     "/usr/sbin/dnsmasq": "dnsmasq-base",
+    "ip": "iproute2",  # the session's network namespace
 }
 
 
@@ -64,6 +65,12 @@ class LibvirtDaemon:
     firewall rules at all; guests reach the host on the bridge address, not the internet.
     `network_mode` says which one this session got.
 
+    The daemon the fixture starts runs in a network namespace of its own (`netns`, made with
+    `ip netns add` and entered with `ip netns exec`): the bridge, dnsmasq, the firewall rules,
+    IPv4 forwarding and every guest live there, so nothing a test does reaches a private
+    address of this machine's own namespace. The unix sockets still reach libvirtd from here;
+    `tests/kvm/netns.py` runs code in the namespace and forwards loopback ports into it.
+
     Name everything you create with `name_prefix`; teardown also removes any domain, network
     or pool that appeared during the session on a daemon the fixture started.
     """
@@ -76,6 +83,15 @@ class LibvirtDaemon:
     name_prefix: str = PREFIX
     network_mode: str = "nat"
     bridge_address: str = ""
+    bridge: str = ""
+    """The network's bridge device (inside `netns`)."""
+    netns: str = ""
+    """Name of the network namespace libvirtd runs in ("" for a daemon given by
+    TEST_LIBVIRT_SOCKET, which runs wherever it was started)."""
+
+    @property
+    def netns_path(self) -> str:
+        return f"/run/netns/{self.netns}" if self.netns else ""
 
 
 @dataclass(frozen=True)
@@ -179,6 +195,22 @@ def _clean_stale_dirs() -> None:
             for line in reversed(Path(d, "undo").read_text().splitlines()):
                 _undo(*line.split(" ", 2))
         shutil.rmtree(d, ignore_errors=True)
+    for name in _netns_names():
+        if name.startswith(PREFIX):
+            subprocess.run(["ip", "netns", "delete", name], check=False)
+
+
+def _netns_names() -> list[str]:
+    out = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
+    return [line.split()[0] for line in out.stdout.splitlines() if line.strip()]
+
+
+def _make_netns(stack: contextlib.ExitStack, name: str) -> None:
+    """A network namespace with only its loopback up; deleted at teardown (the kernel frees
+    it once libvirtd, dnsmasq and QEMU, its last processes, are gone)."""
+    subprocess.run(["ip", "netns", "add", name], check=True)
+    stack.callback(subprocess.run, ["ip", "netns", "delete", name], check=False)
+    subprocess.run(["ip", "-n", name, "link", "set", "lo", "up"], check=True)
 
 
 def _undoable(stack: contextlib.ExitStack, base: Path, kind: str, path: str, value: str) -> None:
@@ -285,7 +317,9 @@ def _start_virtlogd(stack: contextlib.ExitStack, base: Path) -> None:
         time.sleep(0.05)
 
 
-def _start_libvirtd(stack: contextlib.ExitStack, base: Path, sock_dir: Path) -> str:
+def _start_libvirtd(stack: contextlib.ExitStack, base: Path, sock_dir: Path, netns: str) -> str:
+    """libvirtd in `netns`: `ip netns exec` also mounts that namespace's /sys, which libvirt
+    reads and writes to set up the bridge, then execs libvirtd (same pid)."""
     conf = base / "libvirtd.conf"
     conf.write_text(
         f'unix_sock_dir = "{sock_dir}"\n'
@@ -294,7 +328,17 @@ def _start_libvirtd(stack: contextlib.ExitStack, base: Path, sock_dir: Path) -> 
         "listen_tcp = 0\nlisten_tls = 0\n"
         f'log_outputs = "3:file:{base}/libvirtd.log"\n'
     )
-    argv = [_LIBVIRTD, "-f", str(conf), "-p", str(base / "libvirtd.pid")]
+    argv = [
+        "ip",
+        "netns",
+        "exec",
+        netns,
+        _LIBVIRTD,
+        "-f",
+        str(conf),
+        "-p",
+        str(base / "libvirtd.pid"),
+    ]
     proc = _spawn(stack, argv, base / "libvirtd.out")
     uri = f"qemu:///system?socket={sock_dir}/libvirt-sock"
     deadline = time.monotonic() + 60
@@ -411,16 +455,20 @@ def libvirtd() -> Iterator[LibvirtDaemon]:
         sock_dir, pool_path = base / "s", base / "pool"
         sock_dir.mkdir(mode=0o700)
         pool_path.mkdir(mode=0o755)
+        session = f"{PREFIX}{secrets.token_hex(3)}-"
+        netns = ""
         if given:
             uri = f"qemu:///system?socket={given}"
+            # libvirt turns IPv4 forwarding on for a NAT network and never off: undo that
+            _undoable(stack, base, "write", str(_IP_FORWARD), _IP_FORWARD.read_text().strip())
         else:
             _ensure_qemu_user()
             _grant_kvm_group(stack, base)
             _start_virtlogd(stack, base)
             stack.callback(_remove_residue)  # after libvirtd stops
-            uri = _start_libvirtd(stack, base, sock_dir)
-        # libvirt turns IPv4 forwarding on for a NAT network and never off: undo that
-        _undoable(stack, base, "write", str(_IP_FORWARD), _IP_FORWARD.read_text().strip())
+            netns = f"{session}ns"
+            _make_netns(stack, netns)  # deleted after libvirtd stops (callbacks run LIFO)
+            uri = _start_libvirtd(stack, base, sock_dir, netns)
         conn = libvirt.open(uri)
         stack.callback(conn.close)
         conn.getCapabilities()  # the QEMU capability probe (seconds, cached in /var/cache)
@@ -428,7 +476,6 @@ def libvirtd() -> Iterator[LibvirtDaemon]:
         if owned:  # we hold the lock: any pftest- object is a crashed session's leftover
             _remove(conn, lambda name: name.startswith(PREFIX))
         existing = _names(conn)
-        session = f"{PREFIX}{secrets.token_hex(3)}-"
         stack.callback(
             _remove, conn, lambda n: n.startswith(session) or (owned and n not in existing)
         )
@@ -437,7 +484,8 @@ def libvirtd() -> Iterator[LibvirtDaemon]:
             f"<target><path>{pool_path}</path></target></pool>"
         )
         pool.create()
-        mode, address = _define_network(conn, f"{session}net", f"pft{session[7:13]}")
+        bridge = f"pft{session[7:13]}"
+        mode, address = _define_network(conn, f"{session}net", bridge)
         yield LibvirtDaemon(
             socket_path=given or f"{sock_dir}/libvirt-sock",
             uri=uri,
@@ -447,6 +495,8 @@ def libvirtd() -> Iterator[LibvirtDaemon]:
             name_prefix=session,
             network_mode=mode,
             bridge_address=address,
+            bridge=bridge,
+            netns=netns,
         )
 
 
@@ -514,8 +564,35 @@ async def ssh_server(tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[
 
 
 @pytest.fixture
-def kvm_host(libvirtd: LibvirtDaemon, ssh_server: SshServer) -> KvmHost:
-    """Host h1 (zone kvm-a): the session's libvirtd behind the in-process SSH server."""
+def test_pool(libvirtd: LibvirtDaemon) -> Iterator[str]:
+    """A storage pool of this test's own (a dir under the session's pool dir), removed with
+    every volume in it at teardown: no test sees another's base images, overlays or seeds,
+    whatever the order they run in."""
+    name = f"{libvirtd.name_prefix}pool-{secrets.token_hex(3)}"
+    path = libvirtd.pool_path / name
+    path.mkdir(mode=0o755)
+    conn = libvirt.open(libvirtd.uri)
+    try:
+        pool = conn.storagePoolDefineXML(
+            f"<pool type='dir'><name>{name}</name><target><path>{path}</path></target></pool>"
+        )
+        pool.create()
+        yield name
+        with contextlib.suppress(libvirt.libvirtError):
+            pool.refresh()
+            for volume in pool.listAllVolumes():
+                with contextlib.suppress(libvirt.libvirtError):
+                    volume.delete()
+        _remove(conn, lambda n: n == name)
+    finally:
+        conn.close()
+        shutil.rmtree(path, ignore_errors=True)
+
+
+@pytest.fixture
+def kvm_host(libvirtd: LibvirtDaemon, ssh_server: SshServer, test_pool: str) -> KvmHost:
+    """Host h1 (zone kvm-a): the session's libvirtd behind the in-process SSH server, with a
+    storage pool of this test's own."""
     return KvmHost(
         name="h1",
         zone="kvm-a",
@@ -524,7 +601,7 @@ def kvm_host(libvirtd: LibvirtDaemon, ssh_server: SshServer) -> KvmHost:
         ssh_key_file=str(ssh_server.key_file),
         host_key=ssh_server.host_key,
         libvirt_socket=libvirtd.socket_path,
-        storage_pool=libvirtd.pool_name,
+        storage_pool=test_pool,
         network=libvirtd.network_name,
         domain_type="qemu",
     )

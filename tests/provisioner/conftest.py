@@ -14,11 +14,10 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 
 import pytest
-import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
 
 from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.messaging import Publisher, connect_nats, ensure_streams
+from proxyfleet.common.messaging import Publisher
 from proxyfleet.common.provider import Provider
 from proxyfleet.common.runner import ProvisionerRunner, RunnerSettings
 from proxyfleet.common.store import ProxyRegistry
@@ -89,20 +88,13 @@ def tcp_target() -> Iterator[int]:
     server.close()
 
 
-# ---- NATS, Redis, registry -----------------------------------------------------------
+# ---- clock, publisher, runners -----------------------------------------------------------
 
 
 @pytest.fixture
-async def nc(nats_url: str) -> AsyncIterator[NatsClient]:
-    client = await connect_nats(nats_url, "provisioner-tests")
-    await ensure_streams(client.jetstream())
-    yield client
-    await client.close()
-
-
-@pytest.fixture
-def registry(redis_client: aioredis.Redis) -> ProxyRegistry:
-    return ProxyRegistry(redis_client, SystemClock())
+def clock() -> SystemClock:
+    """Real time: these tests run real proxy processes (the registry follows it)."""
+    return SystemClock()
 
 
 @pytest.fixture

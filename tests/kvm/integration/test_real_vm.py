@@ -7,7 +7,13 @@ through it, and the delete removes the domain and its volumes.
 Image: PROXYFLEET_KVM_IMAGE (a local qcow2 with cloud-init, Squid and the guest agent;
 `deploy/kvm/build-image.sh` builds one from Debian's packages) or PROXYFLEET_KVM_IMAGE_URL;
 PROXYFLEET_KVM_FIRMWARE (uefi|bios, default uefi); PROXYFLEET_KVM_BOOT_TIMEOUT (s, default
-1200). Timings are printed (run with -s) and kept in the test's log folder."""
+1200). Timings are printed (run with -s) and kept in the test's log folder.
+
+Everything that talks to the guest runs in the network namespace of the session's libvirtd
+(tests/kvm/netns.py): the whole stack (its own NATS and Redis, the HTTPS target on the
+bridge address, every service, so health probes the guest from in there) and this test's
+HTTP clients. Only the in-process SSH server stays outside, reached through a loopback
+port forwarded into the namespace; nothing here sends traffic to the guests' subnet."""
 
 from __future__ import annotations
 
@@ -24,8 +30,9 @@ import httpx
 import libvirt
 import pytest
 import yaml
-from tests.kvm.conftest import LibvirtDaemon
+from tests.kvm.conftest import LibvirtDaemon, SshServer
 from tests.kvm.helpers import kvm_provider
+from tests.kvm.netns import forward_into, run_in
 
 from proxyfleet.common.providers_config import KvmHost
 from proxyfleet.devstack.servers import free_port
@@ -68,15 +75,20 @@ def kvm_provider_yaml(host: KvmHost, target_port: int, cache: Path) -> str:
 
 @pytest.fixture
 async def stack(
-    tmp_path: Path, kvm_host: KvmHost, libvirtd: LibvirtDaemon, nats_url: str, redis_url: str
+    tmp_path: Path, kvm_host: KvmHost, libvirtd: LibvirtDaemon, ssh_server: SshServer
 ) -> AsyncIterator[Stack]:
     assert libvirtd.bridge_address, "the network needs a bridge address the guest can reach"
+    if not libvirtd.netns:
+        pytest.fail(
+            "the real-VM test reaches its guest only inside the namespace of the fixture's own "
+            "libvirtd: unset TEST_LIBVIRT_SOCKET"
+        )
     target_port = free_port()
     opts = StackOptions(
         base_dir=tmp_path / "stack",
         api_port=0,
-        nats_url=nats_url,
-        redis_url=redis_url,
+        nats_url="",  # NATS and Redis of the stack's own, started in the namespace
+        redis_url="",
         health_interval=5.0,
         boot_timeout=30.0,
         target_host=libvirtd.bridge_address,
@@ -95,11 +107,15 @@ async def stack(
         echo=None,
     )
     s = Stack(opts)
-    # The provisioner reaches libvirtd through the SSH server on this test's event loop:
-    # start (and stop) the stack in a thread so the loop keeps serving it.
-    await asyncio.to_thread(s.start)
-    yield s
-    await asyncio.to_thread(s.stop)
+    ssh_port = int(ssh_server.address.rsplit(":", 1)[1])
+    # The provisioner reaches libvirtd through the SSH server on this test's event loop: the
+    # stack starts (and stops) in a thread in the namespace, so the loop keeps serving it.
+    async with forward_into(libvirtd.netns_path, ssh_port):
+        await run_in(libvirtd.netns_path, s.start)
+        try:
+            yield s
+        finally:
+            await run_in(libvirtd.netns_path, s.stop)
 
 
 async def wait_phase(
@@ -129,6 +145,15 @@ def domain_exists(uri: str, name: str) -> bool:
 async def test_a_real_vm_boots_is_probed_leased_and_deleted(
     stack: Stack, libvirtd: LibvirtDaemon
 ) -> None:
+    # The clients run on an event loop of their own in a thread inside the namespace.
+    timings = await run_in(libvirtd.netns_path, lambda: asyncio.run(journey(stack, libvirtd)))
+    report = "\n".join(f"{k}: {v:.1f} s" for k, v in timings.items())
+    print("\nreal VM timings:\n" + report)
+    (stack.opts.base_dir / "timings.txt").write_text(report + "\n")
+
+
+async def journey(stack: Stack, libvirtd: LibvirtDaemon) -> dict[str, float]:
+    """Create, wait for ready, lease and fetch through the guest, delete; returns timings."""
     timings: dict[str, float] = {}
     started = time.monotonic()
     admin = {"Authorization": f"Bearer {stack.admin_token}"}
@@ -168,6 +193,4 @@ async def test_a_real_vm_boots_is_probed_leased_and_deleted(
             assert time.monotonic() - deleting < 120, "the domain was not deleted"
             await asyncio.sleep(1)
         timings["delete -> domain gone"] = time.monotonic() - deleting
-    report = "\n".join(f"{k}: {v:.1f} s" for k, v in timings.items())
-    print("\nreal VM timings:\n" + report)
-    (stack.opts.base_dir / "timings.txt").write_text(report + "\n")
+    return timings

@@ -127,8 +127,8 @@ class KvmProvider:
             raise TemporaryProviderError("; ".join(errors))
 
     async def list_managed(self) -> list[ManagedResource]:
-        """Domains with Proxyfleet metadata on every reachable host. A host that is down is
-        skipped with a warning: its domains are simply not candidates for deletion."""
+        """This installation's domains (by their metadata) on every reachable host. A host
+        that is down is skipped with a warning: its domains are not candidates for deletion."""
         found: list[ManagedResource] = []
         results = await asyncio.gather(
             *(Domains(s).list_ours() for s in self.sessions.values()), return_exceptions=True
@@ -141,6 +141,8 @@ class KvmProvider:
                 continue
             for state in result:
                 assert state.identity is not None
+                if state.identity.installation_id != self._installation_id:
+                    continue  # another installation's VM on a shared host: never ours to list
                 found.append(
                     ManagedResource(
                         resource_id=resource_id(session.host.name, state.identity.proxy_id),
