@@ -31,6 +31,7 @@ SLOW_MODULES = {
     # Tests that start processes, servers or VMs of their own, without a server fixture.
     "tests/api/test_api_cli.py",
     "tests/bench/test_health_fleet.py",
+    "tests/common/test_host_cli.py",
     "tests/deploy/test_manifests.py",
     "tests/gc/test_gc_cli.py",
     "tests/health/test_main.py",
