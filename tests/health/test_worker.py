@@ -17,7 +17,7 @@ from tests.health.conftest import (
     events_of,
 )
 
-from proxyfleet.common.models import Phase, ProbeResult
+from proxyfleet.common.models import EventData, Phase, ProbeResult
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.devstack.servers import free_port
 from proxyfleet.health.metrics import PROBE_BACKLOG, PROXIES
@@ -56,7 +56,7 @@ async def test_good_probe_makes_a_booting_proxy_ready(
     [event] = events_of(events, proxy.id)
     assert event.type == "proxy.ready"
     assert event.provider == PROVIDER
-    assert event.data == {"from": "booting", "gen": proxy.gen + 1}
+    assert event.data == EventData(from_="booting", gen=proxy.gen + 1)
     stored = await registry.get(proxy.id)
     assert stored is not None
     assert stored.phase is Phase.READY
@@ -91,11 +91,9 @@ async def test_wrong_credentials_never_count_as_alive(
     await events.wait_for(lambda: bool(events_of(events, ready.id)))
     [event] = events_of(events, ready.id)
     assert event.type == "proxy.unhealthy"
-    assert event.data == {
-        "from": "ready",
-        "gen": ready.gen + 1,
-        "reason": "proxy rejected credentials (407)",
-    }
+    assert event.data == EventData(
+        from_="ready", gen=ready.gen + 1, reason="proxy rejected credentials (407)"
+    )
     stored = await registry.get(ready.id)
     assert stored is not None
     assert stored.reason == "proxy rejected credentials (407)"
@@ -133,7 +131,7 @@ async def test_killed_proxy_turns_unhealthy_after_three_failures_and_ready_after
         after = [r.ok for r in results()[n_before:]]
         assert after[-2:] == [True, True]
         assert after.count(True) == 2  # not one probe earlier
-    types = [(e.type, e.data.get("from")) for e in events_of(events, proxy.id)]
+    types = [(e.type, e.data.from_) for e in events_of(events, proxy.id)]
     assert types == [
         ("proxy.ready", "booting"),
         ("proxy.unhealthy", "ready"),
@@ -161,7 +159,7 @@ async def test_booting_proxy_past_its_deadline_fails_and_asks_for_its_delete(
     assert failed.reason.startswith("not healthy within boot timeout: proxy unreachable: ")
     [event] = events_of(events, late.id)
     assert event.type == "proxy.failed"
-    assert event.data == {"from": "booting", "gen": late.gen + 1, "reason": failed.reason}
+    assert event.data == EventData(from_="booting", gen=late.gen + 1, reason=failed.reason)
     i = next(n for n, item in enumerate(delete_intents.items) if item["proxy_id"] == late.id)
     assert delete_intents.items[i] == {
         "type": "delete",

@@ -19,6 +19,7 @@ from proxyfleet.common.messaging import Publisher
 from proxyfleet.common.models import (
     CreateIntent,
     DeleteIntent,
+    EventData,
     ManagedResource,
     Phase,
     Provisioned,
@@ -143,7 +144,8 @@ async def test_temporary_errors_until_the_last_delivery_fail_the_proxy(
     failed = await wait_for_phase(registry, proxy.id, Phase.FAILED)
     assert failed.reason == "gave up after 3 attempts: zone busy"
     assert len(fake.create_calls) == 3
-    assert fake.delete_calls == [proxy.id]  # partial resources cleaned up
+    # partial resources cleaned up, by the delete intent the failure queued
+    await wait_until(lambda: _deleted_once(fake, proxy.id), 5, "the cleanup")
 
 
 async def test_a_permanent_error_fails_the_proxy_with_the_providers_message(
@@ -160,11 +162,11 @@ async def test_a_permanent_error_fails_the_proxy_with_the_providers_message(
     failed = await wait_for_phase(registry, proxy.id, Phase.FAILED)
     assert failed.reason == "quota 'CPUS' exceeded"
     assert len(fake.create_calls) == 1
-    assert fake.delete_calls == [proxy.id]
+    await wait_until(lambda: _deleted_once(fake, proxy.id), 5, "the cleanup")
     await wait_until(lambda: _types(event_log, proxy.id, 2), 5, "two events")
     event = event_log.of(proxy.id)[-1]
     assert event.type == "proxy.failed"
-    assert event.data == {"from": "provisioning", "gen": 3, "reason": "quota 'CPUS' exceeded"}
+    assert event.data == EventData(from_="provisioning", gen=3, reason="quota 'CPUS' exceeded")
 
 
 async def test_a_redelivered_intent_continues_a_provisioning_proxy(
@@ -247,3 +249,7 @@ async def _types(log: EventLog, proxy_id: str, count: int) -> bool:
 
 async def _deleted_twice(fake: FlakyProvider) -> bool:
     return len(fake.delete_calls) >= 2
+
+
+async def _deleted_once(fake: FlakyProvider, proxy_id: str) -> bool:
+    return fake.delete_calls == [proxy_id]

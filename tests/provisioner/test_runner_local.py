@@ -12,7 +12,7 @@ from nats.aio.client import Client as NatsClient
 
 from proxyfleet.common import subjects
 from proxyfleet.common.messaging import Publisher
-from proxyfleet.common.models import CreateIntent, DeleteIntent, Phase, ResourceList
+from proxyfleet.common.models import CreateIntent, DeleteIntent, EventData, Phase, ResourceList
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.provisioner_local.adapter import LocalProvider, start_unregistered_proxy
 from proxyfleet.provisioner_local.processes import is_running
@@ -57,8 +57,8 @@ async def test_create_then_delete_through_intents(
     )
     provisioning, booted = event_log.of(proxy.id)
     assert provisioning.type == "proxy.provisioning"
-    assert provisioning.data == {"from": "pending", "gen": 2}
-    assert booted.data == {"from": "provisioning", "gen": 3}
+    assert provisioning.data == EventData(from_="pending", gen=2)
+    assert booted.data == EventData(from_="provisioning", gen=3)
     assert booted.provider == provider_name
     folder = proxy_state_dir / INSTALLATION / proxy.id
     pids = processes_referring_to(str(folder / "squid.conf")) or processes_referring_to(
@@ -74,7 +74,7 @@ async def test_create_then_delete_through_intents(
     await wait_until(
         lambda: _has(event_log, proxy.id, "proxy.deleted"), 5, "the proxy.deleted event"
     )
-    assert event_log.of(proxy.id)[-1].data == {"from": "deleting", "gen": booting.gen + 2}
+    assert event_log.of(proxy.id)[-1].data == EventData(from_="deleting", gen=booting.gen + 2)
 
 
 async def test_a_stale_delete_intent_does_not_touch_a_live_proxy(

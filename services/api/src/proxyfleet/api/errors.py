@@ -1,7 +1,9 @@
 """Every error leaves the API as JSON {"error": code, "message": text}; mapped in one place.
 
 Store errors (proxyfleet.common.errors) map to HTTP here and nowhere else: NotFound -> 404,
-Conflict -> 409, Unavailable -> 503, both with Retry-After when the store knows one.
+Conflict -> 409, Unavailable -> 503, both with Retry-After when the store knows one;
+StoreUnavailable and MessagingUnavailable (outages, named where they happen) -> 503 with
+Retry-After.
 """
 
 from __future__ import annotations
@@ -16,7 +18,13 @@ from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.types import ExceptionHandlersMap
 
-from proxyfleet.common.errors import Conflict, NotFound, Unavailable
+from proxyfleet.common.errors import (
+    Conflict,
+    MessagingUnavailable,
+    NotFound,
+    StoreUnavailable,
+    Unavailable,
+)
 from proxyfleet.common.logging import get_logger
 
 log = get_logger(__name__)
@@ -137,19 +145,19 @@ def _nats(_: Request[Any, Any, Any], exc: nats.errors.Error) -> Response[ErrorBo
     return error_response(503, "messaging_unavailable", "NATS is not reachable; try again")
 
 
-def _is_store_outage(exc: Exception) -> bool:
-    """A Redis connection or timeout error, recognised without importing redis (the store
-    is the only package that may)."""
-    return any(
-        c.__module__.startswith("redis") and c.__name__ in {"ConnectionError", "TimeoutError"}
-        for c in type(exc).__mro__
-    )
+def _store_outage(_: Request[Any, Any, Any], exc: StoreUnavailable) -> Response[ErrorBody]:
+    log.warning("store_unavailable", error=str(exc))
+    message = "Redis is not reachable; try again"
+    return error_response(503, "store_unavailable", message, exc.retry_after or 1)
+
+
+def _messaging_outage(_: Request[Any, Any, Any], exc: MessagingUnavailable) -> Response[ErrorBody]:
+    log.warning("messaging_unavailable", error=str(exc))
+    message = "NATS is not reachable; try again"
+    return error_response(503, "messaging_unavailable", message, exc.retry_after or 1)
 
 
 def _internal(_: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
-    if _is_store_outage(exc):
-        log.warning("store_unavailable", error=str(exc))
-        return error_response(503, "store_unavailable", "Redis is not reachable; try again", 1)
     log.error("unhandled_error", error_type=type(exc).__name__, exc_info=exc)
     return error_response(500, "internal_error", "internal error; see the API logs")
 
@@ -160,6 +168,8 @@ EXCEPTION_HANDLERS: ExceptionHandlersMap = {
     NotFound: _not_found,
     Conflict: _conflict,
     Unavailable: _unavailable,
+    StoreUnavailable: _store_outage,
+    MessagingUnavailable: _messaging_outage,
     nats.errors.Error: _nats,
     Exception: _internal,
 }
