@@ -24,7 +24,7 @@ from proxyfleet.common.relay import OutboxRelay, RelaySettings
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.common.store.outbox import GROUP
 
-FAST = RelaySettings(block=0.05, claim_idle=0.2, claim_every=0.05, ack_timeout=2.0)
+FAST = RelaySettings(idle=0.02, claim_idle=0.2, claim_every=0.05, ack_timeout=2.0)
 
 
 @pytest.fixture

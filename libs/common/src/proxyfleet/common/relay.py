@@ -52,14 +52,17 @@ _ERROR = b'"error"'
 class RelaySettings:
     batch: int = 256
     """Most entries published before waiting for their acks."""
-    block: float = 0.5
-    """Seconds a read waits for new entries (also how soon a stop is noticed)."""
+    idle: float = 0.05
+    """Seconds a relay that found nothing waits before reading again (the latency of an
+    event on an idle system; a busy relay never waits)."""
     ack_timeout: float = 5.0
     """Seconds to wait for JetStream's ack of a batch before publishing it again."""
     claim_idle: float = 30.0
     """Seconds an entry stays unacked on another relay before this one claims it."""
     claim_every: float = 5.0
     """Seconds between looks for entries left by dead relays."""
+    drain: float = 2.0
+    """Seconds a stopping relay spends publishing what is left."""
     attempts: int = 5
     """Publishes of one batch before it is left for later (counted as failed)."""
     retry_timeout: float = 30.0
@@ -96,10 +99,24 @@ class OutboxRelay:
         return self._store_ok and self._nc.is_connected
 
     async def run(self, stop: asyncio.Event) -> None:
-        """Relay until `stop` is set; the batch in hand is finished first."""
+        """Relay until `stop` is set, then publish what is left (within `drain` seconds:
+        what a stopping service wrote last goes out with it)."""
+        try:
+            await self._relay_until(stop)
+        finally:
+            await self._drain()
+
+    async def _drain(self) -> None:
+        with contextlib.suppress(StoreUnavailable, MessagingUnavailable, TimeoutError):
+            async with asyncio.timeout(self._settings.drain):
+                while await self.relay_once():
+                    pass
+
+    async def _relay_until(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             try:
-                await self.relay_once()
+                if not await self.relay_once():
+                    await _wait(stop, self._settings.idle)
             except StoreUnavailable as exc:
                 if self._store_ok:
                     log.warning("outbox_unavailable", error=str(exc))
@@ -148,7 +165,7 @@ class OutboxRelay:
             if claimed:
                 log.info("outbox_entries_claimed", entries=len(claimed))
                 return claimed
-        entries = await self._outbox.read(self.consumer, s.batch, s.block)
+        entries = await self._outbox.read(self.consumer, s.batch)
         self._store_ok = True
         return entries
 

@@ -53,12 +53,11 @@ class Outbox:
             if "BUSYGROUP" not in str(exc):
                 raise
 
-    async def read(self, consumer: str, count: int, block: float) -> list[OutboxEntry]:
-        """New entries for `consumer` (waiting up to `block` seconds for the first)."""
+    async def read(self, consumer: str, count: int) -> list[OutboxEntry]:
+        """New entries for `consumer`, at most `count`, without waiting (no BLOCK: the
+        relay polls when idle, so it never holds a pooled connection and stops at once)."""
         try:
-            reply = await self._redis.xreadgroup(
-                GROUP, consumer, {self.key: ">"}, count=count, block=max(1, int(block * 1000))
-            )
+            reply = await self._redis.xreadgroup(GROUP, consumer, {self.key: ">"}, count=count)
         except ResponseError as exc:
             if "NOGROUP" not in str(exc):
                 raise
