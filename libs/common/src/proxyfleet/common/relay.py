@@ -101,10 +101,8 @@ class OutboxRelay:
     async def run(self, stop: asyncio.Event) -> None:
         """Relay until `stop` is set, then publish what is left (within `drain` seconds:
         what a stopping service wrote last goes out with it)."""
-        try:
-            await self._relay_until(stop)
-        finally:
-            await self._drain()
+        await self._relay_until(stop)
+        await self._drain()  # not when cancelled: whoever cancels wants it to end now
 
     async def _drain(self) -> None:
         with contextlib.suppress(StoreUnavailable, MessagingUnavailable, TimeoutError):
