@@ -58,7 +58,8 @@ Connector = Callable[[ApiSettings, Clock], AbstractAsyncContextManager[Backends]
 @asynccontextmanager
 async def open_backends(settings: ApiSettings, clock: Clock) -> AsyncIterator[Backends]:
     """Connect to Redis and NATS, declare the streams, run the outbox relay; on exit stop
-    the relay (what it has not published stays in the outbox) and close both."""
+    the relay (it publishes what is left for up to 2 s; the rest waits in the outbox for
+    another replica) and close both."""
     common = settings.common
     redis = connect_redis(common.redis_url)
     try:
