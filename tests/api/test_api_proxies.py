@@ -6,7 +6,7 @@ import msgspec
 import redis.asyncio as aioredis
 from tests.api.helpers import KVM, OTHER, PROVIDER, Api, Recorder, error_of, ready_proxy, snapshot
 
-from proxyfleet.common.models import CreateIntent, DeleteIntent, Phase
+from proxyfleet.common.models import CreateIntent, DeleteIntent, EventData, Phase
 from proxyfleet.common.store import GrantRequest
 
 intent_decoder = msgspec.json.Decoder(CreateIntent | DeleteIntent)
@@ -42,7 +42,7 @@ async def test_create_stores_pending_proxies_and_publishes(
     got = {intent_decoder.decode(data).proxy_id for _, data in intents.messages}
     assert got == ids
     pending = events.events("proxy.pending")[0]
-    assert pending.data["from"] == ""
+    assert pending.data.from_ == ""
     assert pending.schema_version == 1
 
 
@@ -208,11 +208,14 @@ async def test_delete_moves_to_deleting_and_publishes(
     assert stored is not None
     assert stored.phase is Phase.DELETING
     ev = await events.event("proxy.deleting", proxy_id="pdel")
-    assert ev.data == {"from": "ready", "gen": proxy.gen + 1}
-    await intents.wait_for(lambda: len(intents.messages) == 1, what="delete intent")
-    subject, data = intents.messages[0]
-    assert subject == f"proxyfleet.intents.{PROVIDER}.delete"
-    intent = intent_decoder.decode(data)
+    assert ev.data == EventData(from_="ready", gen=proxy.gen + 1)
+    delete_subject = f"proxyfleet.intents.{PROVIDER}.delete"
+
+    def deletes() -> list[bytes]:
+        return [data for subject, data in intents.messages if subject == delete_subject]
+
+    await intents.wait_for(lambda: len(deletes()) == 1, what="delete intent")
+    intent = intent_decoder.decode(deletes()[0])
     assert isinstance(intent, DeleteIntent)
     assert intent.proxy_id == "pdel"
 

@@ -8,7 +8,7 @@ import pytest
 from proxyfleet.bench.health_proc import Target
 from proxyfleet.bench.health_runs import POLL, RunResult, RunSpec, Sample
 from proxyfleet.bench.lifecycle_events import EventLog, percentile
-from proxyfleet.common.models import Event
+from proxyfleet.common.models import Event, EventType
 
 
 def _result(points: list[tuple[float, float]], proxies: int = 100, passes: int = 2) -> RunResult:
@@ -68,7 +68,7 @@ def test_event_log_keeps_the_first_of_each_kind() -> None:
         ("proxy.pending", "p2", 1.5),
         ("proxy.failed", "p3", 4.0),
     ]:
-        event = Event(type=kind, id=f"e{at}", time=at - 0.001, proxy_id=pid)
+        event = Event(type=EventType(kind), id=f"e{at}", time=at - 0.001, proxy_id=pid)
         log.raw.append((msgspec.json.encode(event), at))
     ends = log.first_of(["p1", "p2", "p3"], ("proxy.ready", "proxy.failed"))
     assert {k: v.received for k, v in ends.items()} == {"p1": 2.0, "p3": 4.0}

@@ -8,9 +8,9 @@ import re
 
 import pytest
 import redis.asyncio as aioredis
-from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
+from proxyfleet.common.errors import StoreUnavailable
 from proxyfleet.common.ids import new_lease_id
 from proxyfleet.common.store import LuaScript, ScriptMux, connect_redis
 from proxyfleet.common.store.fastid import fast_id
@@ -53,10 +53,11 @@ async def test_selects_the_database_of_the_url(redis_url: str) -> None:
         await client.aclose()
 
 
-async def test_unreachable_redis_is_a_redis_connection_error() -> None:
+async def test_unreachable_redis_is_store_unavailable_with_a_retry_hint() -> None:
     mux = ScriptMux("127.0.0.1", 1)
-    with pytest.raises(RedisConnectionError):
+    with pytest.raises(StoreUnavailable) as caught:
         await mux.command("PING")
+    assert caught.value.retry_after == 1.0
 
 
 def test_fast_ids_have_the_format_of_common_ids() -> None:

@@ -29,7 +29,7 @@ from nats.aio.msg import Msg
 
 from proxyfleet.common import subjects
 from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.messaging import Publisher, ensure_streams, event_decoder
+from proxyfleet.common.messaging import ensure_streams, event_decoder
 from proxyfleet.common.models import Event, Phase, ProbeResult, Proxy
 from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import ProxyRegistry
@@ -363,7 +363,6 @@ def run_worker(
         worker = HealthWorker(
             settings,
             registry=ProxyRegistry(redis_client, clock),
-            publisher=Publisher(js, clock),
             nc=client,
             prober=Prober(
                 settings.parsed_target(),

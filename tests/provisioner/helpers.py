@@ -62,8 +62,15 @@ def connect_status(port: int, target: str, credentials: str | None = None) -> in
 
 
 async def add_pending_proxy(
-    registry: ProxyRegistry, provider: str, *, age: float = 0.0, proxy_id: str = ""
+    registry: ProxyRegistry,
+    provider: str,
+    *,
+    age: float = 0.0,
+    proxy_id: str = "",
+    labels: dict[str, str] | None = None,
+    placement: dict[str, str] | None = None,
 ) -> Proxy:
+    """A pending proxy; its create intent and proxy.pending event go to the outbox."""
     now = time.time() - age
     proxy = Proxy(
         id=proxy_id or f"p{secrets.token_hex(8)}",
@@ -75,6 +82,8 @@ async def add_pending_proxy(
         password=secrets.token_urlsafe(18),
         created_at=now,
         updated_at=now,
+        labels=labels or {},
+        placement=placement or {},
     )
     assert await registry.create(proxy)
     return proxy

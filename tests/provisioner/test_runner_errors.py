@@ -19,6 +19,7 @@ from proxyfleet.common.messaging import Publisher
 from proxyfleet.common.models import (
     CreateIntent,
     DeleteIntent,
+    EventData,
     ManagedResource,
     Phase,
     Provisioned,
@@ -92,8 +93,7 @@ async def test_temporary_errors_are_retried_with_backoff(
     settings = fast_settings(provider_name, backoff_initial=0.2, backoff_max=1.0)
     await start_runner(fake, settings)
     retried_before = retries("provider.create")
-    proxy = await add_pending_proxy(registry, provider_name)
-    await publisher.intent(provider_name, CreateIntent(proxy_id=proxy.id))
+    proxy = await add_pending_proxy(registry, provider_name)  # its create intent goes out
 
     booting = await wait_for_phase(registry, proxy.id, Phase.BOOTING)
     assert (booting.host, booting.port, booting.resource_id) == (
@@ -108,8 +108,8 @@ async def test_temporary_errors_are_retried_with_backoff(
     assert retries("provider.create") - retried_before == 2
     assert provider_calls(provider_name, "create", "temporary") == 2
     assert provider_calls(provider_name, "create", "ok") == 1
-    await wait_until(lambda: _types(event_log, proxy.id, 2), 5, "two events")
-    assert event_log.types_of(proxy.id) == ["proxy.provisioning", "proxy.booting"]
+    await wait_until(lambda: _types(event_log, proxy.id, 3), 5, "three events")
+    assert event_log.types_of(proxy.id) == ["proxy.pending", "proxy.provisioning", "proxy.booting"]
 
 
 async def test_the_provider_gets_the_proxy_s_labels_and_placement(
@@ -120,10 +120,10 @@ async def test_the_provider_gets_the_proxy_s_labels_and_placement(
 ) -> None:
     fake = FlakyProvider()
     await start_runner(fake, fast_settings(provider_name))
-    proxy = await add_pending_proxy(registry, provider_name)
     placement = {"image": "debian-12"}
-    await registry.update(proxy.id, labels={"team": "qa"}, placement=placement)
-    await publisher.intent(provider_name, CreateIntent(proxy_id=proxy.id))
+    proxy = await add_pending_proxy(
+        registry, provider_name, labels={"team": "qa"}, placement=placement
+    )
     await wait_for_phase(registry, proxy.id, Phase.BOOTING)
     (spec,) = fake.specs
     assert (spec.labels, spec.placement) == ({"team": "qa"}, placement)
@@ -139,11 +139,11 @@ async def test_temporary_errors_until_the_last_delivery_fail_the_proxy(
     fake = FlakyProvider(create_errors=[TemporaryProviderError("zone busy")] * 10)
     await start_runner(fake, fast_settings(provider_name, max_deliver=3))
     proxy = await add_pending_proxy(registry, provider_name)
-    await publisher.intent(provider_name, CreateIntent(proxy_id=proxy.id))
     failed = await wait_for_phase(registry, proxy.id, Phase.FAILED)
     assert failed.reason == "gave up after 3 attempts: zone busy"
     assert len(fake.create_calls) == 3
-    assert fake.delete_calls == [proxy.id]  # partial resources cleaned up
+    # partial resources cleaned up, by the delete intent the failure queued
+    await wait_until(lambda: _deleted_once(fake, proxy.id), 5, "the cleanup")
 
 
 async def test_a_permanent_error_fails_the_proxy_with_the_providers_message(
@@ -156,15 +156,14 @@ async def test_a_permanent_error_fails_the_proxy_with_the_providers_message(
     fake = FlakyProvider(create_errors=[PermanentProviderError("quota 'CPUS' exceeded")])
     await start_runner(fake, fast_settings(provider_name))
     proxy = await add_pending_proxy(registry, provider_name)
-    await publisher.intent(provider_name, CreateIntent(proxy_id=proxy.id))
     failed = await wait_for_phase(registry, proxy.id, Phase.FAILED)
     assert failed.reason == "quota 'CPUS' exceeded"
     assert len(fake.create_calls) == 1
-    assert fake.delete_calls == [proxy.id]
-    await wait_until(lambda: _types(event_log, proxy.id, 2), 5, "two events")
+    await wait_until(lambda: _deleted_once(fake, proxy.id), 5, "the cleanup")
+    await wait_until(lambda: _types(event_log, proxy.id, 3), 5, "three events")
     event = event_log.of(proxy.id)[-1]
     assert event.type == "proxy.failed"
-    assert event.data == {"from": "provisioning", "gen": 3, "reason": "quota 'CPUS' exceeded"}
+    assert event.data == EventData(from_="provisioning", gen=3, reason="quota 'CPUS' exceeded")
 
 
 async def test_a_redelivered_intent_continues_a_provisioning_proxy(
@@ -174,16 +173,14 @@ async def test_a_redelivered_intent_continues_a_provisioning_proxy(
     start_runner: RunnerFactory,
 ) -> None:
     fake = FlakyProvider()
-    await start_runner(fake, fast_settings(provider_name))
+    # Written before any runner runs; the relay publishes their intents once one starts.
     proxy = await add_pending_proxy(registry, provider_name)
     await registry.transition(proxy.id, Phase.PROVISIONING)  # a replica died right after this
-    await publisher.intent(provider_name, CreateIntent(proxy_id=proxy.id))
+    deleted = await add_pending_proxy(registry, provider_name)  # create intent, then ...
+    await registry.transition(deleted.id, Phase.DELETING)  # ... a delete intent
+    await start_runner(fake, fast_settings(provider_name))
     await wait_for_phase(registry, proxy.id, Phase.BOOTING)
     await publisher.intent(provider_name, CreateIntent(proxy_id=proxy.id))  # a duplicate
-    deleted = await add_pending_proxy(registry, provider_name)
-    await registry.transition(deleted.id, Phase.DELETING)
-    await publisher.intent(provider_name, CreateIntent(proxy_id=deleted.id))
-    await publisher.intent(provider_name, DeleteIntent(proxy_id=deleted.id))
     await wait_for_phase(registry, deleted.id, Phase.DELETED)
     assert len(fake.create_calls) == 1
 
@@ -228,7 +225,6 @@ async def test_heartbeats_keep_a_slow_create_from_being_redelivered(
     fake = FlakyProvider(create_seconds=2.5)  # longer than ack_wait
     await start_runner(fake, fast_settings(provider_name, ack_wait=1.0, heartbeat_interval=0.2))
     proxy = await add_pending_proxy(registry, provider_name)
-    await publisher.intent(provider_name, CreateIntent(proxy_id=proxy.id))
     await wait_for_phase(registry, proxy.id, Phase.BOOTING)
     await asyncio.sleep(1.2)  # a redelivery would have come by now
     assert len(fake.create_calls) == 1
@@ -247,3 +243,7 @@ async def _types(log: EventLog, proxy_id: str, count: int) -> bool:
 
 async def _deleted_twice(fake: FlakyProvider) -> bool:
     return len(fake.delete_calls) >= 2
+
+
+async def _deleted_once(fake: FlakyProvider, proxy_id: str) -> bool:
+    return fake.delete_calls == [proxy_id]

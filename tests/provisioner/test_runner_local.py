@@ -8,11 +8,12 @@ from collections.abc import Callable
 from pathlib import Path
 
 import msgspec
+import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
 
 from proxyfleet.common import subjects
 from proxyfleet.common.messaging import Publisher
-from proxyfleet.common.models import CreateIntent, DeleteIntent, Phase, ResourceList
+from proxyfleet.common.models import CreateIntent, DeleteIntent, EventData, Phase, ResourceList
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.provisioner_local.adapter import LocalProvider, start_unregistered_proxy
 from proxyfleet.provisioner_local.processes import is_running
@@ -42,9 +43,8 @@ async def test_create_then_delete_through_intents(
     proxy_state_dir: Path,
 ) -> None:
     await start_runner(make_local_provider(), fast_settings(provider_name, boot_timeout=90))
-    proxy = await add_pending_proxy(registry, provider_name)
     before = time.time()
-    await publisher.intent(provider_name, CreateIntent(proxy_id=proxy.id), f"{proxy.id}:create")
+    proxy = await add_pending_proxy(registry, provider_name)  # with its create intent
 
     booting = await wait_for_phase(registry, proxy.id, Phase.BOOTING)
     assert booting.host == "127.0.0.1"
@@ -55,10 +55,11 @@ async def test_create_then_delete_through_intents(
     await wait_until(
         lambda: _has(event_log, proxy.id, "proxy.booting"), 5, "the proxy.booting event"
     )
-    provisioning, booted = event_log.of(proxy.id)
+    pending, provisioning, booted = event_log.of(proxy.id)
+    assert pending.type == "proxy.pending"
     assert provisioning.type == "proxy.provisioning"
-    assert provisioning.data == {"from": "pending", "gen": 2}
-    assert booted.data == {"from": "provisioning", "gen": 3}
+    assert provisioning.data == EventData(from_="pending", gen=2)
+    assert booted.data == EventData(from_="provisioning", gen=3)
     assert booted.provider == provider_name
     folder = proxy_state_dir / INSTALLATION / proxy.id
     pids = processes_referring_to(str(folder / "squid.conf")) or processes_referring_to(
@@ -66,15 +67,15 @@ async def test_create_then_delete_through_intents(
     )
     assert pids
 
+    # The move to deleting queues the delete intent.
     await registry.transition(proxy.id, Phase.DELETING, expected_gen=booting.gen)
-    await publisher.intent(provider_name, DeleteIntent(proxy_id=proxy.id), f"{proxy.id}:delete")
     await wait_for_phase(registry, proxy.id, Phase.DELETED)
     assert not folder.exists()
     assert not any(is_running(pid) for pid in pids)
     await wait_until(
         lambda: _has(event_log, proxy.id, "proxy.deleted"), 5, "the proxy.deleted event"
     )
-    assert event_log.of(proxy.id)[-1].data == {"from": "deleting", "gen": booting.gen + 2}
+    assert event_log.of(proxy.id)[-1].data == EventData(from_="deleting", gen=booting.gen + 2)
 
 
 async def test_a_stale_delete_intent_does_not_touch_a_live_proxy(
@@ -87,7 +88,6 @@ async def test_a_stale_delete_intent_does_not_touch_a_live_proxy(
     provider = make_local_provider("proxy.py")
     await start_runner(provider, fast_settings(provider_name))
     proxy = await add_pending_proxy(registry, provider_name)
-    await publisher.intent(provider_name, CreateIntent(proxy_id=proxy.id))
     booting = await wait_for_phase(registry, proxy.id, Phase.BOOTING)
     await publisher.intent(provider_name, DeleteIntent(proxy_id=proxy.id))
     await publisher.intent(provider_name, CreateIntent(proxy_id="p-unknown"))
@@ -101,12 +101,14 @@ async def test_a_stale_delete_intent_does_not_touch_a_live_proxy(
 async def test_the_reconciler_recovers_a_lost_create_intent(
     provider_name: str,
     registry: ProxyRegistry,
+    redis_client: aioredis.Redis,
     start_runner: RunnerFactory,
     make_local_provider: MakeProvider,
 ) -> None:
-    await start_runner(make_local_provider("proxy.py"), fast_settings(provider_name, stale_after=5))
     fresh = await add_pending_proxy(registry, provider_name)
-    stale = await add_pending_proxy(registry, provider_name, age=60)  # its intent was lost
+    stale = await add_pending_proxy(registry, provider_name, age=60)
+    await redis_client.delete(registry.outbox.key)  # both intents lost (e.g. NATS lost them)
+    await start_runner(make_local_provider("proxy.py"), fast_settings(provider_name, stale_after=5))
     await wait_for_phase(registry, stale.id, Phase.BOOTING)
     still = await registry.get(fresh.id)
     assert still is not None

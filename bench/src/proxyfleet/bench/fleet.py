@@ -13,12 +13,14 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 import redis.asyncio as aioredis
+from msgspec.structs import replace
 
 from proxyfleet.common.clock import SystemClock
 from proxyfleet.common.errors import Conflict, NotFound
 from proxyfleet.common.models import Phase, Proxy
 from proxyfleet.common.store import LeaseStore
 from proxyfleet.common.store.codec import encode_value, proxy_to_hash
+from proxyfleet.common.store.fastid import fast_id
 from proxyfleet.common.store.leases import LeasePolicy
 from proxyfleet.common.store.scripts import Scripts
 
@@ -55,26 +57,30 @@ async def seed_ready(
     namespace: str = "pf",
     port: int = 3128,
 ) -> list[str]:
-    """Create `count` proxies (ids pb<start>...) and move each to ready; returns the ids."""
+    """Create `count` proxies (ids pb<start>...) and move each to ready; returns the ids.
+    Seeding is no lifecycle: its proxy.ready events are dropped from the outbox."""
     scripts = Scripts(client, namespace)
     ids: list[str] = []
     for first in range(start, start + count, PIPELINE):
         async with client.pipeline(transaction=False) as pipe:
             for i in range(first, min(first + PIPELINE, start + count)):
-                proxy = bench_proxy(i, now, provider, zone)
+                # Stored as provisioning: a pending proxy would queue a create intent.
+                proxy = replace(bench_proxy(i, now, provider, zone), phase=Phase.PROVISIONING)
                 flat = [x for kv in proxy_to_hash(proxy).items() for x in kv]
-                await scripts.queue(pipe, "create", proxy.id, *flat)
+                await scripts.queue(pipe, "create", proxy.id, fast_id("e"), repr(now), *flat)
                 # ARGV of transition.lua: id, expected gen (-1 any), allowed from ('' any),
-                # to, now, deleted ttl, unleased only, then field/value pairs.
+                # to, now, deleted ttl, unleased only, event id, delete reason, then
+                # field/value pairs.
                 fields = ["host", "127.0.0.1", "port", encode_value(port)]
                 await scripts.queue(
                     pipe, "transition", proxy.id, -1, "", Phase.READY.value, repr(now),
-                    DELETED_TTL, "0", *fields,
+                    DELETED_TTL, "0", fast_id("e"), "", *fields,
                 )  # fmt: skip
                 ids.append(proxy.id)
             for res in await pipe.execute():
                 if res == 0 or (isinstance(res, list) and int(res[0]) != 1):
                     raise RuntimeError(f"seeding failed: {res!r}")
+        await client.xtrim(f"{namespace}:outbox", maxlen=0)  # before a relay takes them
     return ids
 
 

@@ -1,6 +1,13 @@
-"""NATS at the edge: connecting, declaring the streams, publishing intents and events."""
+"""NATS at the edge: connecting, declaring the streams, publishing intents and events.
+
+NATS errors that mean "not now" (no ack in time, no responders, the client's buffer full
+while it reconnects, the connection closed or draining) leave this module as
+MessagingUnavailable, after bounded retries where a retry may help."""
 
 from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 import msgspec
 import nats
@@ -13,7 +20,7 @@ from nats.js.errors import BadRequestError
 
 from proxyfleet.common import subjects
 from proxyfleet.common.clock import Clock
-from proxyfleet.common.ids import new_event_id
+from proxyfleet.common.errors import MessagingUnavailable
 from proxyfleet.common.metrics import RETRIES
 from proxyfleet.common.models import CreateIntent, DeleteIntent, Event, Intent
 
@@ -31,6 +38,26 @@ RETRYABLE_PUBLISH_ERRORS = (
     nats.errors.NoRespondersError,
     nats.errors.OutboundBufferLimitError,
 )
+OUTAGES = (
+    *RETRYABLE_PUBLISH_ERRORS,
+    nats.errors.ConnectionClosedError,
+    nats.errors.ConnectionDrainingError,
+    nats.errors.ConnectionReconnectingError,
+    nats.errors.StaleConnectionError,
+)
+"""NATS errors that mean the broker cannot take or give a message now."""
+RETRY_AFTER = 1.0
+"""Seconds a caller is asked to wait after a messaging outage."""
+
+
+@contextmanager
+def messaging_outage(what: str = "NATS") -> Iterator[None]:
+    """Raise MessagingUnavailable for a NATS outage inside the block."""
+    try:
+        yield
+    except OUTAGES as exc:
+        detail = str(exc) or type(exc).__name__
+        raise MessagingUnavailable(f"{what} unavailable: {detail}", RETRY_AFTER) from exc
 
 
 async def connect_nats(url: str, name: str) -> NatsClient:
@@ -67,7 +94,8 @@ async def ensure_streams(js: JetStreamContext) -> None:
 
 
 class Publisher:
-    """Publishes intents (deduplicated by message id) and events (one id each)."""
+    """Publishes intents outside a state change (deduplicated by message id). Events, and
+    intents a state change implies, go through the store's outbox and its relay."""
 
     def __init__(self, js: JetStreamContext, clock: Clock) -> None:
         self._js = js
@@ -95,40 +123,15 @@ class Publisher:
             dedupe_key,
         )
 
-    async def event(
-        self,
-        event_type: str,
-        proxy_id: str,
-        *,
-        lease_id: str = "",
-        provider: str = "",
-        **data: str | int | float | bool,
-    ) -> Event:
-        event = Event(
-            type=event_type,
-            id=new_event_id(),
-            time=self._clock.now(),
-            proxy_id=proxy_id,
-            lease_id=lease_id,
-            provider=provider,
-            data=data,
-        )
-        await self._publish(
-            subjects.event_subject(event_type),
-            _encoder.encode(event),
-            {"Nats-Msg-Id": event.id},
-            "publish.event",
-        )
-        return event
-
     async def _publish(
         self, subject: str, payload: bytes, headers: dict[str, str] | None, op: str
     ) -> None:
-        """Bounded retries on named errors only, counted; stamina.set_active(False) in tests."""
+        """Bounded retries on named outages only, counted; then MessagingUnavailable."""
         async for attempt in stamina.retry_context(
-            on=RETRYABLE_PUBLISH_ERRORS, attempts=5, timeout=30.0
+            on=MessagingUnavailable, attempts=5, timeout=30.0
         ):
             with attempt:
                 if attempt.num > 1:
                     RETRIES.labels(op=op).inc()
-                await self._js.publish(subject, payload, headers=headers)
+                with messaging_outage("JetStream"):
+                    await self._js.publish(subject, payload, headers=headers)

@@ -92,17 +92,59 @@ Intent = CreateIntent | DeleteIntent
 # ---- events (anyone may subscribe) ----------------------------------------------------
 
 
-class Event(msgspec.Struct, kw_only=True):
-    """Envelope of every lifecycle and lease event."""
+class EventType(enum.StrEnum):
+    """Every event's `type`; its subject is `proxyfleet.events.<type>`."""
 
-    type: str
+    PROXY_PENDING = "proxy.pending"
+    PROXY_PROVISIONING = "proxy.provisioning"
+    PROXY_BOOTING = "proxy.booting"
+    PROXY_READY = "proxy.ready"
+    PROXY_UNHEALTHY = "proxy.unhealthy"
+    PROXY_DELETING = "proxy.deleting"
+    PROXY_DELETED = "proxy.deleted"
+    PROXY_FAILED = "proxy.failed"
+    LEASE_GRANTED = "lease.granted"
+    LEASE_RENEWED = "lease.renewed"
+    LEASE_REPORTED = "lease.reported"
+    LEASE_RELEASED = "lease.released"
+    LEASE_EXPIRED = "lease.expired"
+    LEASE_REVOKED = "lease.revoked"
+
+    @classmethod
+    def of_phase(cls, phase: Phase) -> EventType:
+        return cls(f"proxy.{phase.value}")
+
+
+class EventData(msgspec.Struct, kw_only=True, omit_defaults=True):
+    """What an event says besides its envelope; only the fields of its kind are present.
+
+    proxy.*: `from` (previous phase, "" for pending), `gen`, `reason` (failed, unhealthy).
+    lease.*: `epoch`; granted: `holder`, `target`, `expires_at`; renewed: `expires_at`;
+    reported: `outcome`, `target`; revoked: `reason`.
+    """
+
+    from_: str | None = msgspec.field(default=None, name="from")
+    gen: int | None = None
+    reason: str | None = None
+    epoch: int | None = None
+    holder: str | None = None
+    target: str | None = None
+    expires_at: float | None = None
+    outcome: LeaseOutcome | None = None
+
+
+class Event(msgspec.Struct, kw_only=True):
+    """Envelope of every lifecycle and lease event (built by the store's Lua scripts in
+    the same shape: store/lua/_lib.lua `event`)."""
+
+    type: EventType
     id: str
     time: float
     proxy_id: str
     schema_version: int = SCHEMA_VERSION
     lease_id: str = ""
     provider: str = ""
-    data: dict[str, str | int | float | bool] = {}
+    data: EventData = msgspec.field(default_factory=EventData)
 
 
 class ProbeResult(msgspec.Struct, kw_only=True):

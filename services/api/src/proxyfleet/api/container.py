@@ -26,12 +26,12 @@ class Services:
 
 def build_services(settings: ApiSettings, deps: AppDeps, backends: Backends) -> Services:
     catalog = ProviderCatalog(deps.providers)
-    messages = Messages(backends.publisher, backends.events)
+    messages = Messages(backends.publisher)
     return Services(
         backends=backends,
         proxies=ProxyService(backends.registry, messages, catalog, deps.clock),
         leases=LeaseService(
-            backends.leases, backends.registry, messages, catalog, settings.default_lease_ttl
+            backends.leases, backends.registry, catalog, settings.default_lease_ttl
         ),
         providers=ProviderService(catalog, backends.registry),
     )

@@ -9,11 +9,12 @@ from dataclasses import dataclass, field
 
 from nats.aio.client import Client as NatsClient
 
-from proxyfleet.api.eventsink import EventSink
 from proxyfleet.api.settings import ApiSettings
 from proxyfleet.common.clock import Clock, SystemClock
+from proxyfleet.common.errors import StoreUnavailable
 from proxyfleet.common.messaging import Publisher, connect_nats, ensure_streams
 from proxyfleet.common.providers_config import ProvidersConfig
+from proxyfleet.common.relay import OutboxRelay
 from proxyfleet.common.store import LeaseStore, ProxyRegistry, ScriptMux, connect_redis
 from proxyfleet.common.store.leases import LeasePolicy
 
@@ -27,14 +28,15 @@ class Backends:
     registry: ProxyRegistry
     leases: LeaseStore
     publisher: Publisher
-    events: EventSink
+    relay: OutboxRelay
+    """Publishes the outbox the lease and registry scripts append to."""
     ping_redis: Callable[[], Awaitable[object]]
     nats: NatsClient
 
     async def redis_ready(self) -> bool:
         try:
             await asyncio.wait_for(self.ping_redis(), READINESS_TIMEOUT)
-        except Exception:
+        except (StoreUnavailable, TimeoutError):
             return False
         return True
 
@@ -47,7 +49,9 @@ Connector = Callable[[ApiSettings, Clock], AbstractAsyncContextManager[Backends]
 
 @asynccontextmanager
 async def open_backends(settings: ApiSettings, clock: Clock) -> AsyncIterator[Backends]:
-    """Connect to Redis and NATS, declare the streams; close both on exit."""
+    """Connect to Redis and NATS, declare the streams, run the outbox relay; on exit stop
+    the relay (it publishes what is left for up to 2 s; the rest waits in the outbox for
+    another replica) and close both."""
     common = settings.common
     redis = connect_redis(common.redis_url)
     try:
@@ -63,18 +67,22 @@ async def open_backends(settings: ApiSettings, clock: Clock) -> AsyncIterator[Ba
             # The lease and registry scripts of the request path share one pipelined
             # connection (ScriptMux).
             mux = ScriptMux.from_client(redis)
-            events = EventSink(nc, clock)
+            registry = ProxyRegistry(redis, clock, namespace=common.namespace, mux=mux)
+            relay = OutboxRelay(registry.outbox, nc, service="api")
+            stop_relay = asyncio.Event()
+            relaying = asyncio.create_task(relay.run(stop_relay))
             try:
                 yield Backends(
-                    events=events,
-                    registry=ProxyRegistry(redis, clock, namespace=common.namespace, mux=mux),
+                    relay=relay,
+                    registry=registry,
                     leases=LeaseStore(redis, clock, policy, namespace=common.namespace, mux=mux),
                     publisher=Publisher(js, clock),
-                    ping_redis=redis.ping,
+                    ping_redis=registry.ping,
                     nats=nc,
                 )
             finally:
-                await events.drain()
+                stop_relay.set()
+                await relaying
                 await mux.aclose()
         finally:
             await nc.close()

@@ -177,19 +177,7 @@ def _nats(_: Request[Any, Any, Any], exc: nats.errors.Error) -> Response[ErrorBo
     return error_response(503, "messaging_unavailable", "NATS is not reachable; try again")
 
 
-def _is_store_outage(exc: Exception) -> bool:
-    """A Redis connection or timeout error, recognised without importing redis (the store
-    is the only package that may)."""
-    return any(
-        c.__module__.startswith("redis") and c.__name__ in {"ConnectionError", "TimeoutError"}
-        for c in type(exc).__mro__
-    )
-
-
 def _internal(_: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
-    if _is_store_outage(exc):
-        log.warning("store_unavailable", error=str(exc))
-        return error_response(503, "store_unavailable", "Redis is not reachable; try again", 1)
     log.error("unhandled_error", error_type=type(exc).__name__, exc_info=exc)
     return error_response(500, "internal_error", "internal error; see the API logs")
 

@@ -1,5 +1,6 @@
 """The lease sweeper: ends expired leases every interval. Every replica may run one: the
-expire script is atomic, so each lease is ended (and announced) exactly once."""
+expire script is atomic, so each lease is ended (and its lease.expired event put in the
+outbox) exactly once."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import asyncio
 import contextlib
 
 from proxyfleet.api.leases.service import LeaseService
+from proxyfleet.common.errors import StoreUnavailable
 from proxyfleet.common.logging import get_logger
 
 log = get_logger(__name__)
@@ -16,7 +18,7 @@ async def run_sweeper(leases: LeaseService, interval: float, stop: asyncio.Event
     while not stop.is_set():
         try:
             await leases.sweep()
-        except Exception as exc:
-            log.warning("sweep_failed", error=repr(exc))
+        except StoreUnavailable as exc:
+            log.warning("sweep_failed", error=str(exc))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), interval)

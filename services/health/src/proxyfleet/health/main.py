@@ -5,7 +5,6 @@ from __future__ import annotations
 import functools
 
 from proxyfleet.common import host
-from proxyfleet.common.messaging import Publisher
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.health import loops
 from proxyfleet.health.prober import Prober
@@ -21,7 +20,6 @@ async def build(ctx: host.Context[HealthSettings]) -> host.Parts:
     worker = HealthWorker(
         s,
         registry=ProxyRegistry(ctx.redis, ctx.clock, namespace=ctx.common.namespace),
-        publisher=Publisher(ctx.nats.jetstream(), ctx.clock),
         nc=ctx.nats,
         prober=prober,
         clock=ctx.clock,

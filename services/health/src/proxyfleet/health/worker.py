@@ -9,8 +9,9 @@ Three stages, joined by in-memory queues, so a slow probe never holds up the oth
                      publish each ProbeResult on core NATS (no flush), apply the hysteresis
                      (`decide_after_probe`), write the streaks of all the proxies staying in
                      their phase in one pipelined round trip (`registry.update_many`), and
-                     make each transition and publish its event (and a delete intent on
-                     FAILED) one by one.
+                     make each transition one by one: the registry's script appends its
+                     event (and the delete intent of a FAILED proxy) to the outbox, which
+                     the worker's relay publishes.
 
 A proxy claimed again while its previous probe is still in this process is skipped: its
 streaks must be read after the previous result is written. Across replicas the same holds
@@ -31,11 +32,11 @@ from nats.aio.client import Client as NatsClient
 
 from proxyfleet.common import subjects
 from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import Conflict, NotFound
+from proxyfleet.common.errors import Conflict, NotFound, StoreUnavailable
 from proxyfleet.common.lifecycle import ProbeDecision, decide_after_probe
 from proxyfleet.common.logging import get_logger
-from proxyfleet.common.messaging import Publisher
 from proxyfleet.common.models import Phase, ProbeResult, Proxy
+from proxyfleet.common.relay import OutboxRelay
 from proxyfleet.common.store import ProxyRegistry, TransitionResult
 from proxyfleet.health import metrics
 from proxyfleet.health.prober import ERROR, Outcome, Prober
@@ -55,15 +56,17 @@ class HealthWorker:
         settings: HealthSettings,
         *,
         registry: ProxyRegistry,
-        publisher: Publisher,
         nc: NatsClient,
         prober: Prober,
         clock: Clock,
         providers: Sequence[str] = (),
+        relay: OutboxRelay | None = None,
     ) -> None:
+        """`relay`: publishes the outbox (events and intents of every transition); None
+        builds one on `nc`, run by `run`."""
         self._settings = settings
         self._registry = registry
-        self._publisher = publisher
+        self.relay = relay or OutboxRelay(registry.outbox, nc, service="health")
         self._nc = nc
         self._prober = prober
         self._clock = clock
@@ -74,13 +77,19 @@ class HealthWorker:
         self._in_flight: set[str] = set()
         self._room = asyncio.Event()
         self._claim_ok = False
+        self._relay_ok = False
         self.probes_done = 0
         """Probes this process has recorded (tests and benchmarks read it)."""
 
     @property
     def ready(self) -> bool:
-        """The last claim reached Redis (readiness also wants NATS; see main)."""
-        return self._claim_ok
+        """The last claim reached Redis and the relay is ready (readiness also wants NATS;
+        see main)."""
+        return self._claim_ok and self.relay_ready
+
+    @property
+    def relay_ready(self) -> bool:
+        return self._relay_ok
 
     async def run(self, stop: asyncio.Event) -> None:
         """Probe until `stop` is set, then let the probes in flight finish and be recorded."""
@@ -89,6 +98,8 @@ class HealthWorker:
             *(asyncio.create_task(self._write_loop()) for _ in range(self._settings.writers)),
             asyncio.create_task(self._stats_loop(stop)),
         ]
+        relay_stop = asyncio.Event()  # stopped after the last results are recorded
+        relay = asyncio.create_task(self.relay.run(relay_stop))
         try:
             await self._claim_loop(stop)
             with contextlib.suppress(TimeoutError):
@@ -99,6 +110,8 @@ class HealthWorker:
             for task in tasks:
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
+            relay_stop.set()
+            await relay
 
     # ---- claim --------------------------------------------------------------------------
 
@@ -113,13 +126,14 @@ class HealthWorker:
             want = min(room, s.claim_batch)
             try:
                 proxies = await self._registry.claim_probes(s.interval, want)
-            except Exception as exc:  # Redis down or failing: keep trying, stay alive.
+            except StoreUnavailable as exc:  # Redis down: keep trying, stay alive.
                 if self._claim_ok:
                     log.warning("claim_failed", error=str(exc) or type(exc).__name__)
                 self._claim_ok = False
                 await _wait(stop, min(1.0, s.interval))
                 continue
             self._claim_ok = True
+            self._relay_ok = await self.relay.ready()
             for proxy in proxies:
                 if proxy.id in self._in_flight:
                     continue
@@ -160,8 +174,8 @@ class HealthWorker:
                 batch.append(self._done.get_nowait())
             try:
                 await self.record_many(batch)
-            except Exception:  # Redis failing: these proxies are probed again next interval
-                log.exception("record_failed", probes=len(batch))
+            except StoreUnavailable as exc:  # these proxies are probed again next interval
+                log.warning("record_failed", probes=len(batch), error=str(exc))
             finally:
                 for proxy, _ in batch:
                     self._in_flight.discard(proxy.id)
@@ -209,8 +223,8 @@ class HealthWorker:
         for proxy, phase, decision, fields in moves:
             try:
                 await self._transition(proxy, phase, decision, fields)
-            except Exception:  # one failed announcement must not drop the others
-                log.exception("transition_failed", proxy_id=proxy.id)
+            except StoreUnavailable as exc:  # the others may still get through
+                log.warning("transition_failed", proxy_id=proxy.id, error=str(exc))
 
     async def _transition(
         self, proxy: Proxy, phase: Phase, decision: ProbeDecision, fields: dict[str, Any]
@@ -222,9 +236,9 @@ class HealthWorker:
             )
         except (Conflict, NotFound):
             return  # moved or removed since the claim: whoever did it owns the proxy now
-        await self._announce(proxy, phase, decision, moved)
+        self._log_transition(proxy, phase, decision, moved)
 
-    async def _announce(
+    def _log_transition(
         self, proxy: Proxy, phase: Phase, decision: ProbeDecision, moved: TransitionResult
     ) -> None:
         metrics.TRANSITIONS.labels(phase=phase.value).inc()
@@ -237,20 +251,6 @@ class HealthWorker:
             gen=moved.gen,
             **({"reason": decision.reason} if decision.reason else {}),
         )
-        data: dict[str, str | int | float | bool] = {"from": moved.previous.value, "gen": moved.gen}
-        if phase in _REASON_PHASES:
-            data["reason"] = decision.reason
-        await self._publish_event(f"proxy.{phase.value}", proxy, data)
-        if phase is Phase.FAILED:
-            await self._publish_delete(proxy, decision.reason, moved.gen)
-
-    async def _publish_event(self, event_type: str, proxy: Proxy, data: dict[str, Any]) -> None:
-        await self._publisher.event(event_type, proxy.id, provider=proxy.provider, **data)
-
-    async def _publish_delete(self, proxy: Proxy, reason: str, gen: int) -> None:
-        await self._publisher.delete(
-            proxy.provider, proxy.id, reason=reason, dedupe_key=f"{proxy.id}:delete:{gen}"
-        )
 
     # ---- gauges -------------------------------------------------------------------------
 
@@ -262,7 +262,7 @@ class HealthWorker:
                     counts = await self._registry.count_by_phase(provider)
                     metrics.set_phase_counts(provider, counts)
                 metrics.PROBE_BACKLOG.set(await self._registry.probe_backlog())
-            except Exception as exc:  # Redis away: the claim loop reports it
+            except StoreUnavailable as exc:  # the claim loop reports it
                 log.debug("stats_failed", error=str(exc) or type(exc).__name__)
             await _wait(stop, self._settings.stats_interval)
 

@@ -1,13 +1,13 @@
-"""What a provisioner does with one intent: registry transitions, provider calls, events.
+"""What a provisioner does with one intent: registry transitions and provider calls.
 
-Every handler is idempotent (intents are delivered at least once, maybe twice at once by
-two replicas): the registry's generation-checked transitions decide who moves a proxy,
-and the adapter adopts a resource that already exists.
+Each transition announces itself: the registry's script appends its event (and, for a
+failed proxy, the delete intent that cleans up its resources) to the outbox, which the
+runner's relay publishes. Every handler is idempotent (intents are delivered at least
+once, maybe twice at once by two replicas): the registry's generation-checked transitions
+decide who moves a proxy, and the adapter adopts a resource that already exists.
 """
 
 from __future__ import annotations
-
-from typing import Any
 
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.errors import (
@@ -18,7 +18,6 @@ from proxyfleet.common.errors import (
     TemporaryProviderError,
 )
 from proxyfleet.common.logging import get_logger
-from proxyfleet.common.messaging import Publisher
 from proxyfleet.common.metrics import RETRIES
 from proxyfleet.common.models import (
     CreateIntent,
@@ -52,14 +51,12 @@ class IntentHandler:
         *,
         provider: Provider,
         registry: ProxyRegistry,
-        publisher: Publisher,
         settings: RunnerSettings,
         installation_id: str,
         clock: Clock,
     ) -> None:
         self._provider = provider
         self._registry = registry
-        self._publisher = publisher
         self._settings = settings
         self._installation_id = installation_id
         self._clock = clock
@@ -92,7 +89,6 @@ class IntentHandler:
                 )
             except Conflict:
                 continue
-            await self._event("proxy.provisioning", proxy_id, moved.previous, moved.gen)
             return await self._provision(proxy, moved.gen, delivery)
         return Verdict.nak(self._backoff(delivery), "contended")
 
@@ -127,8 +123,7 @@ class IntentHandler:
             )
         except (Conflict, NotFound):
             return await self._after_lost_race(proxy.id, done)
-        log.info("proxy booting", proxy_id=proxy.id, host=done.host, port=done.port)
-        await self._event("proxy.booting", proxy.id, moved.previous, moved.gen)
+        log.info("proxy booting", proxy_id=proxy.id, host=done.host, port=done.port, gen=moved.gen)
         return Verdict.ack()
 
     async def _after_lost_race(self, proxy_id: str, done: Provisioned) -> Verdict:
@@ -142,17 +137,15 @@ class IntentHandler:
         return Verdict.ack("done")
 
     async def _fail(self, proxy_id: str, gen: int, reason: str) -> Verdict:
+        """Fail the proxy; its delete intent (queued by the same script) cleans up."""
         reason = reason[:REASON_MAX]
         try:
-            moved = await self._registry.transition(
-                proxy_id, Phase.FAILED, expected_gen=gen, reason=reason
-            )
+            await self._registry.transition(proxy_id, Phase.FAILED, expected_gen=gen, reason=reason)
         except (Conflict, NotFound) as exc:
             log.info("proxy changed before it could be failed", proxy_id=proxy_id, error=str(exc))
+            await self._cleanup(proxy_id, "")
         else:
             log.warning("proxy failed", proxy_id=proxy_id, reason=reason)
-            await self._event("proxy.failed", proxy_id, moved.previous, moved.gen, reason)
-        await self._cleanup(proxy_id, "")
         return Verdict.ack("failed")
 
     async def _cleanup(self, proxy_id: str, resource_id: str) -> None:
@@ -194,13 +187,10 @@ class IntentHandler:
             if proxy is None or proxy.phase is not Phase.DELETING:
                 return
             try:
-                moved = await self._registry.transition(
-                    proxy_id, Phase.DELETED, expected_gen=proxy.gen
-                )
+                await self._registry.transition(proxy_id, Phase.DELETED, expected_gen=proxy.gen)
             except Conflict:
                 continue
             log.info("proxy deleted", proxy_id=proxy_id)
-            await self._event("proxy.deleted", proxy_id, moved.previous, moved.gen)
             return
 
     # ---- helpers --------------------------------------------------------------------
@@ -222,11 +212,3 @@ class IntentHandler:
 
     def _backoff(self, delivery: Delivery) -> float:
         return redelivery_delay(self._settings, delivery.number)
-
-    async def _event(
-        self, event_type: str, proxy_id: str, previous: Phase, gen: int, reason: str = ""
-    ) -> None:
-        data: dict[str, Any] = {"from": previous.value, "gen": gen}
-        if reason:
-            data["reason"] = reason
-        await self._publisher.event(event_type, proxy_id, provider=self._name, **data)

@@ -11,6 +11,7 @@ import asyncio
 import contextlib
 
 from proxyfleet.common.clock import Clock
+from proxyfleet.common.errors import MessagingUnavailable, StoreUnavailable
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.messaging import Publisher
 from proxyfleet.common.metrics import MESSAGES
@@ -44,8 +45,8 @@ class Reconciler:
         while not stop.is_set():
             try:
                 await self.reconcile_once()
-            except Exception:
-                log.exception("reconcile pass failed")
+            except (StoreUnavailable, MessagingUnavailable) as exc:
+                log.warning("reconcile pass failed", error=str(exc))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self._settings.reconcile_interval)
 

@@ -9,6 +9,7 @@ import dataclasses
 from collections.abc import Callable
 from typing import TypeVar
 
+import nats.errors
 from nats.aio.client import Client as NatsClient
 
 from proxyfleet.common.clock import Clock, SystemClock
@@ -16,6 +17,7 @@ from proxyfleet.common.host import Context, Parts, Service
 from proxyfleet.common.messaging import Publisher, ensure_streams
 from proxyfleet.common.provider import Provider
 from proxyfleet.common.providers_config import ProviderConfig, ProvidersConfig, load_provider
+from proxyfleet.common.relay import OutboxRelay
 from proxyfleet.common.runner.consumer import IntentConsumer
 from proxyfleet.common.runner.handlers import IntentHandler
 from proxyfleet.common.runner.reconciler import Reconciler
@@ -40,15 +42,20 @@ class ProvisionerRunner:
         settings: RunnerSettings,
         installation_id: str,
         clock: Clock | None = None,
+        relay: OutboxRelay | None = None,
     ) -> None:
+        """`relay`: publishes the registry's outbox; None builds one on `nc`. A service
+        host running one relay per process passes it (or a relay that never relays)."""
         clock = clock or SystemClock()
         self._nc = nc
         self._js = nc.jetstream()
         publisher = Publisher(self._js, clock)
+        self.relay = relay or OutboxRelay(
+            registry.outbox, nc, service=f"provisioner-{settings.provider}"
+        )
         handler = IntentHandler(
             provider=provider,
             registry=registry,
-            publisher=publisher,
             settings=settings,
             installation_id=installation_id,
             clock=clock,
@@ -67,12 +74,13 @@ class ProvisionerRunner:
             async with asyncio.TaskGroup() as tasks:
                 tasks.create_task(self.consumer.run(stop))
                 tasks.create_task(self.reconciler.run(stop))
+                tasks.create_task(self.relay.run(stop))
         finally:
-            with contextlib.suppress(Exception):
+            with contextlib.suppress(nats.errors.Error):  # closed already: nothing to stop
                 await self.resources.stop()
 
     async def ready(self) -> bool:
-        return self._nc.is_connected and self.consumer.running
+        return self._nc.is_connected and self.consumer.running and await self.relay.ready()
 
 
 def provisioner_service(

@@ -2,6 +2,7 @@
 
 from proxyfleet.common.store.leases import GrantRequest, LeaseStore
 from proxyfleet.common.store.mux import LuaScript, ScriptMux
+from proxyfleet.common.store.outbox import Outbox, OutboxEntry
 from proxyfleet.common.store.registry import ProxyRegistry, TransitionResult
 from proxyfleet.common.store.scripts import connect_redis
 
@@ -9,6 +10,8 @@ __all__ = [
     "GrantRequest",
     "LeaseStore",
     "LuaScript",
+    "Outbox",
+    "OutboxEntry",
     "ProxyRegistry",
     "ScriptMux",
     "TransitionResult",

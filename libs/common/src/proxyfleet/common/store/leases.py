@@ -1,5 +1,6 @@
 """The lease store: grant, renew, report, release, expire. Each call is one Lua script,
-so two holders never hold one proxy, whatever the number of API replicas."""
+so two holders never hold one proxy, whatever the number of API replicas; the same script
+appends its `lease.*` event (carrying the proxy's provider) to the outbox."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from proxyfleet.common.models import Lease, LeaseOutcome
 from proxyfleet.common.store.codec import lease_from_hash
 from proxyfleet.common.store.fastid import fast_id
 from proxyfleet.common.store.mux import ScriptMux
+from proxyfleet.common.store.outage import translates_outages
 from proxyfleet.common.store.scripts import Scripts
 
 _json = msgspec.json.Encoder()
@@ -76,6 +78,7 @@ class Released:
     proxy_id: str
 
 
+@translates_outages
 class LeaseStore:
     def __init__(
         self,
@@ -117,6 +120,7 @@ class LeaseStore:
             _json.encode(req.labels).decode() if req.labels else "",
             self.policy.scan_limit,
             repr(self.policy.retry_after),
+            fast_id("e"),
         )
         code = int(res[0])
         if code == 1:
@@ -150,13 +154,16 @@ class LeaseStore:
 
     async def renew(self, lease_id: str, epoch: int, ttl: float) -> Renewed:
         ttl = min(ttl, self.policy.max_ttl)
-        res = await self._scripts.call("renew", lease_id, epoch, repr(self._clock.now()), repr(ttl))
+        res = await self._scripts.call(
+            "renew", lease_id, epoch, repr(self._clock.now()), repr(ttl), fast_id("e")
+        )
         self._check(res, lease_id)
         return Renewed(lease_id, str(res[2]), float(res[1]))
 
     async def release(self, lease_id: str, epoch: int) -> Released:
         now = repr(self._clock.now())
-        res = await self._scripts.call("release", lease_id, epoch, now, repr(self.policy.cooldown))
+        cooldown = repr(self.policy.cooldown)
+        res = await self._scripts.call("release", lease_id, epoch, now, cooldown, fast_id("e"))
         self._check(res, lease_id)
         return Released(lease_id, str(res[1]))
 
@@ -172,6 +179,7 @@ class LeaseStore:
             outcome.value,
             target,
             repr(self.policy.ban_seconds),
+            fast_id("e"),
         )
         self._check(res, lease_id)
         return str(res[1]), str(res[2])
@@ -179,7 +187,8 @@ class LeaseStore:
     async def expire_due(self, limit: int = 500) -> list[Released]:
         """Release every lease past its expiry (the sweeper); returns what it released."""
         now = repr(self._clock.now())
-        flat = await self._scripts.call("expire", now, repr(self.policy.cooldown), limit)
+        cooldown = repr(self.policy.cooldown)
+        flat = await self._scripts.call("expire", now, cooldown, limit, fast_id("e"))
         return [Released(flat[i], flat[i + 1]) for i in range(0, len(flat), 2)]
 
     async def active_count(self) -> int:

@@ -5,8 +5,8 @@ redis-py takes a pooled connection per call, so 64 concurrent requests mean 64 s
 writes them in one go on a single connection; Redis answers in order, and the replies
 (parsed by hiredis) resolve the callers' futures in that order. Each script still runs
 atomically in Redis: only the transport is shared. No retries: a call cut by a lost
-connection raises redis' ConnectionError (the API answers 503) and the next call
-reconnects.
+connection raises StoreUnavailable (the API answers 503) and the next call reconnects;
+a dataset still loading (LOADING) raises it too.
 """
 
 from __future__ import annotations
@@ -19,10 +19,17 @@ from typing import Any, cast
 
 import hiredis
 import redis.asyncio as aioredis
-from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
 
+from proxyfleet.common.errors import StoreUnavailable
+
 Arg = str | bytes | int | float
+RETRY_AFTER = 1.0
+"""Seconds a caller is asked to wait after the connection is lost."""
+
+
+def _lost(message: str) -> StoreUnavailable:
+    return StoreUnavailable(message, RETRY_AFTER)
 
 
 class LuaScript:
@@ -71,7 +78,7 @@ class _Protocol(asyncio.Protocol):
         loop = asyncio.get_running_loop()
         future: asyncio.Future[Any] = loop.create_future()
         if self.lost:
-            future.set_exception(RedisConnectionError("Redis connection lost"))
+            future.set_exception(_lost("Redis connection lost"))
             return future
         self.waiters.append(future)
         if not self._out:
@@ -92,7 +99,11 @@ class _Protocol(asyncio.Protocol):
                 continue
             if isinstance(reply, ResponseError):
                 text = str(reply)
-                error = NoScriptError(text) if text.startswith("NOSCRIPT") else reply
+                error: Exception = reply
+                if text.startswith("NOSCRIPT"):
+                    error = NoScriptError(text)
+                elif text.startswith("LOADING"):
+                    error = _lost(f"Redis is loading its dataset: {text}")
                 waiter.set_exception(error)
             else:
                 waiter.set_result(reply)
@@ -102,7 +113,7 @@ class _Protocol(asyncio.Protocol):
         while self.waiters:
             waiter = self.waiters.popleft()
             if not waiter.done():
-                waiter.set_exception(RedisConnectionError(f"Redis connection lost: {exc!r}"))
+                waiter.set_exception(_lost(f"Redis connection lost: {exc!r}"))
 
 
 class ScriptMux:
@@ -146,7 +157,7 @@ class ScriptMux:
                     _, new = await loop.create_connection(_Protocol, *self._addr)
                 except OSError as exc:
                     msg = f"cannot reach Redis at {self._addr}: {exc}"
-                    raise RedisConnectionError(msg) from exc
+                    raise _lost(msg) from exc
                 # AUTH/SELECT queued before anyone else can send on the connection
                 setup = [new.send(command) for command in self._setup]
                 self._proto = new

@@ -1,4 +1,5 @@
-"""The proxy registry: every proxy transition is one atomic, generation-checked script."""
+"""The proxy registry: every proxy transition is one atomic, generation-checked script, which
+also appends the transition's event (and the intent it implies) to the outbox."""
 
 from __future__ import annotations
 
@@ -18,7 +19,10 @@ from proxyfleet.common.store.codec import (
     proxy_from_hash,
     proxy_to_hash,
 )
+from proxyfleet.common.store.fastid import fast_id
 from proxyfleet.common.store.mux import ScriptMux
+from proxyfleet.common.store.outage import translates_outages
+from proxyfleet.common.store.outbox import Outbox
 from proxyfleet.common.store.scripts import Scripts
 
 _SOURCES: dict[Phase, str] = {
@@ -33,6 +37,7 @@ class TransitionResult:
     ended_lease_id: str = ""
 
 
+@translates_outages
 class ProxyRegistry:
     def __init__(
         self,
@@ -49,16 +54,20 @@ class ProxyRegistry:
         self._ns = namespace
         self._deleted_ttl = deleted_ttl
         self._scripts = Scripts(client, namespace, mux)
+        self.outbox = Outbox(client, namespace)
+        """Where this registry's scripts append their events and intents."""
 
     def _key(self, *parts: str) -> str:
         return ":".join((self._ns, *parts))
 
     async def create(self, proxy: Proxy) -> bool:
-        """Store a new proxy; False when the id exists already."""
+        """Store a new proxy; False when the id exists already. A pending proxy's
+        `proxy.pending` event and create intent go to the outbox in the same script."""
         flat: list[str] = []
         for k, v in proxy_to_hash(proxy).items():
             flat += [k, v]
-        return bool(await self._scripts.call("create", proxy.id, *flat))
+        now = repr(self._clock.now())
+        return bool(await self._scripts.call("create", proxy.id, fast_id("e"), now, *flat))
 
     async def get(self, proxy_id: str) -> Proxy | None:
         data = cast(dict[str, str], await self._redis.hgetall(self._key("proxy", proxy_id)))
@@ -78,15 +87,25 @@ class ProxyRegistry:
         *,
         expected_gen: int | None = None,
         unleased_only: bool = False,
+        delete_reason: str = "",
         **fields: Any,
     ) -> TransitionResult:
-        """Move a proxy to `to`, if the lifecycle allows it from its current phase.
+        """Move a proxy to `to`, if the lifecycle allows it from its current phase, and
+        announce it: the event `proxy.<to>` (`reason` on failed/unhealthy, from the
+        `reason` field), `lease.revoked` if it ends a lease, and a delete intent on failed
+        or deleting (`delete_reason` says why), all appended to the outbox atomically.
 
         Raises NotFound, or Conflict when the generation is stale, the move not allowed or
         (with unleased_only) a lease holds the proxy; checked in the same atomic script.
         """
         return await self._run(
-            proxy_id, to.value, _SOURCES[to], expected_gen, fields, unleased_only=unleased_only
+            proxy_id,
+            to.value,
+            _SOURCES[to],
+            expected_gen,
+            fields,
+            unleased_only=unleased_only,
+            delete_reason=delete_reason,
         )
 
     async def update(self, proxy_id: str, *, expected_gen: int | None = None, **fields: Any) -> int:
@@ -121,6 +140,7 @@ class ProxyRegistry:
         expected: int | None,
         fields: dict[str, Any],
         unleased_only: bool = False,
+        delete_reason: str = "",
     ) -> list[Any]:
         flat: list[str] = []
         for k, v in fields.items():
@@ -133,6 +153,8 @@ class ProxyRegistry:
             repr(self._clock.now()),
             self._deleted_ttl,
             "1" if unleased_only else "0",
+            fast_id("e") if to else "",  # the event id (format of ids.new_event_id)
+            delete_reason,
             *flat,
         ]
 
@@ -145,8 +167,9 @@ class ProxyRegistry:
         fields: dict[str, Any],
         *,
         unleased_only: bool = False,
+        delete_reason: str = "",
     ) -> TransitionResult:
-        args = self._args(proxy_id, to, allowed, expected, fields, unleased_only)
+        args = self._args(proxy_id, to, allowed, expected, fields, unleased_only, delete_reason)
         res = await self._scripts.call("transition", *args)
         return _decode(proxy_id, to, res)
 
@@ -199,6 +222,10 @@ class ProxyRegistry:
     async def probe_backlog(self) -> int:
         """How many proxies are due for a probe right now."""
         return int(await self._redis.zcount(self._key("probe"), "-inf", self._clock.now()))
+
+    async def ping(self) -> bool:
+        """Redis answers (StoreUnavailable when it does not)."""
+        return bool(await self._redis.ping())
 
     async def size(self) -> int:
         return int(await self._redis.zcard(self._key("proxies")))

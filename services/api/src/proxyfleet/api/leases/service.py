@@ -1,10 +1,10 @@
-"""Lease operations: each is one atomic store script, then its event and metric."""
+"""Lease operations: each is one atomic store script, which also puts its `lease.*` event in
+the outbox (published by the relay); then its metric."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from proxyfleet.api.events import Messages
 from proxyfleet.api.metrics import (
     LEASE_CONFLICTS,
     LEASE_UNAVAILABLE,
@@ -35,13 +35,11 @@ class LeaseService:
         self,
         store: LeaseStore,
         registry: ProxyRegistry,
-        messages: Messages,
         catalog: ProviderCatalog,
         default_ttl: float,
     ) -> None:
         self._store = store
         self._registry = registry
-        self._messages = messages
         self._catalog = catalog
         self._default_ttl = default_ttl
 
@@ -60,18 +58,6 @@ class LeaseService:
         # debug, not info: one line per grant and release is the API's busiest output, and
         # the lease.* events on NATS already record each of them (docs/performance.md)
         log.debug("lease_granted", lease_id=lease.id, proxy_id=proxy.id, epoch=lease.epoch)
-        await self._messages.event(
-            "lease.granted",
-            proxy.id,
-            lease_id=lease.id,
-            provider=proxy.provider,
-            data={
-                "epoch": lease.epoch,
-                "holder": lease.holder,
-                "target": lease.target,
-                "expires_at": lease.expires_at,
-            },
-        )
         return Grant(lease, proxy)
 
     def ttl(self, ttl: float | None) -> float:
@@ -84,47 +70,30 @@ class LeaseService:
         return found
 
     async def renew(self, lease_id: str, epoch: int, ttl: float | None) -> Renewed:
-        renewed = await self._store.renew(lease_id, epoch, self.ttl(ttl))
-        await self._messages.event(
-            "lease.renewed",
-            renewed.proxy_id,
-            lease_id=lease_id,
-            data={"epoch": epoch, "expires_at": renewed.expires_at},
-        )
-        return renewed
+        return await self._store.renew(lease_id, epoch, self.ttl(ttl))
 
     async def report(
         self, lease_id: str, epoch: int, outcome: LeaseOutcome, target: str
     ) -> tuple[str, str]:
         proxy_id, applied_to = await self._store.report(lease_id, epoch, outcome, target)
         log.info("lease_reported", lease_id=lease_id, proxy_id=proxy_id, outcome=outcome.value)
-        await self._messages.event(
-            "lease.reported",
-            proxy_id,
-            lease_id=lease_id,
-            data={"epoch": epoch, "outcome": outcome.value, "target": applied_to},
-        )
         return proxy_id, applied_to
 
     async def release(self, lease_id: str, epoch: int) -> Released:
         released = await self._store.release(lease_id, epoch)
         LEASES_RELEASED.inc()
         log.debug("lease_released", lease_id=lease_id, proxy_id=released.proxy_id)
-        await self._messages.event(
-            "lease.released", released.proxy_id, lease_id=lease_id, data={"epoch": epoch}
-        )
         return released
 
     async def sweep(self) -> int:
         """End every lease past its expiry; safe on any number of replicas at once (each
-        lease is ended by exactly one script run, which alone announces it)."""
+        lease is ended by exactly one script run, which alone puts its event in the outbox)."""
         total = 0
         while True:
             batch = await self._store.expire_due(SWEEP_BATCH)
             for r in batch:
                 LEASES_EXPIRED.inc()
                 log.info("lease_expired", lease_id=r.lease_id, proxy_id=r.proxy_id)
-                await self._messages.event("lease.expired", r.proxy_id, lease_id=r.lease_id)
             total += len(batch)
             if len(batch) < SWEEP_BATCH:
                 return total

@@ -1,4 +1,5 @@
-"""Creating and deleting proxies: a registry write first, then the intent and the event."""
+"""Creating and deleting proxies: one registry script each, which also puts the event and
+the intent (create, delete) in the outbox; the relay publishes them."""
 
 from __future__ import annotations
 
@@ -21,7 +22,9 @@ log = get_logger(__name__)
 
 T = TypeVar("T")
 BATCH = 50
-"""Registry writes and publishes in flight at once for a bulk create."""
+"""Registry writes in flight at once for a bulk create."""
+DELETE_REASON = "deleted by admin"
+"""The reason a delete intent from the API carries."""
 
 
 async def _batched(calls: Sequence[Awaitable[T]]) -> list[T]:
@@ -54,7 +57,8 @@ class ProxyService:
         labels: dict[str, str],
         placement: dict[str, str] | None = None,
     ) -> list[Proxy]:
-        """Store `count` pending proxies, then ask their provider to create them."""
+        """Store `count` pending proxies; each one's create intent and `proxy.pending`
+        event are written with it."""
         provider = self._catalog.get(provider_name)
         zone = self._catalog.zone_for(provider, zone)
         self._catalog.check_placement(provider, placement or {})
@@ -81,24 +85,7 @@ class ProxyService:
         proxies = [p for p, ok in zip(proxies, created, strict=True) if ok]
         for p in proxies:
             log.info("proxy_created", proxy_id=p.id, provider=p.provider, zone=p.zone)
-        await self._announce_created(proxies)
         return proxies
-
-    async def _announce_created(self, proxies: list[Proxy]) -> None:
-        for i in range(0, len(proxies), BATCH):
-            chunk = proxies[i : i + BATCH]
-            results = await asyncio.gather(
-                *(self._messages.create(p.provider, p.id) for p in chunk),
-                *(
-                    self._messages.event(
-                        "proxy.pending", p.id, provider=p.provider, data={"from": "", "gen": p.gen}
-                    )
-                    for p in chunk
-                ),
-            )
-            if not all(results):
-                log.warning("publishing_stopped", left=len(proxies) - i - len(chunk))
-                return
 
     async def get(self, proxy_id: str) -> Proxy:
         proxy = await self._registry.get(proxy_id)
@@ -143,7 +130,10 @@ class ProxyService:
             )
         try:
             # unleased_only closes the race with a grant landing after the check above.
-            res = await self._registry.transition(proxy_id, Phase.DELETING, unleased_only=not force)
+            # The script also queues proxy.deleting, lease.revoked and the delete intent.
+            res = await self._registry.transition(
+                proxy_id, Phase.DELETING, unleased_only=not force, delete_reason=DELETE_REASON
+            )
         except Conflict:
             current = await self.get(proxy_id)
             if current.phase in (Phase.DELETING, Phase.DELETED):
@@ -156,27 +146,11 @@ class ProxyService:
                 ) from None
             raise
         log.info("proxy_deleting", proxy_id=proxy_id, previous=res.previous.value, force=force)
-        await self._messages.event(
-            "proxy.deleting",
-            proxy_id,
-            provider=proxy.provider,
-            data={"from": res.previous.value, "gen": res.gen},
-        )
         if res.ended_lease_id:
             LEASES_REVOKED.inc()
-            await self._messages.event(
-                "lease.revoked",
-                proxy_id,
-                lease_id=res.ended_lease_id,
-                provider=proxy.provider,
-                data={"reason": "proxy deleted"},
-            )
-        await self._messages.delete(proxy.provider, proxy_id, res.gen, reason="deleted by admin")
         return await self.get(proxy_id)
 
     async def _again(self, proxy: Proxy) -> Proxy:
         if proxy.phase is Phase.DELETING:
-            await self._messages.delete(
-                proxy.provider, proxy.id, proxy.gen, reason="deleted by admin"
-            )
+            await self._messages.delete(proxy.provider, proxy.id, proxy.gen, reason=DELETE_REASON)
         return proxy

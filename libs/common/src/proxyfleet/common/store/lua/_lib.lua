@@ -34,3 +34,51 @@ local function end_lease(lease_id, state, now, cooldown)
   end
   return proxy_id
 end
+
+-- ---- the outbox: events and intents appended in the script that makes the change ----
+-- Each entry is {s = subject, i = Nats-Msg-Id, d = JSON body}; a relay publishes it to
+-- JetStream and deletes it once acked (proxyfleet.common.relay). Appending here, in the
+-- same script as the write, is what makes "written" and "announced" one atomic step.
+local events_made = 0
+
+local function outbox_add(subject, msg_id, body)
+  redis.call('XADD', k('outbox'), '*', 's', subject, 'i', msg_id, 'd', body)
+end
+
+local function json_str(s) return cjson.encode(tostring(s or '')) end
+
+-- data: a flat list {key, json_value, key, json_value, ...} (values already encoded).
+-- now_raw is the caller's clock reading as sent (a JSON number, full precision).
+-- event_id: the first event of a script takes the caller's id; others append -2, -3, ...
+local function event(event_type, event_id, now_raw, proxy_id, provider, lease_id, data)
+  events_made = events_made + 1
+  local id = event_id
+  if events_made > 1 then id = event_id .. '-' .. events_made end
+  local parts = {}
+  for i = 1, #data, 2 do parts[#parts + 1] = json_str(data[i]) .. ':' .. data[i + 1] end
+  local body = '{"type":' .. json_str(event_type) .. ',"schema_version":1,"id":' .. json_str(id)
+    .. ',"time":' .. now_raw .. ',"proxy_id":' .. json_str(proxy_id)
+    .. ',"provider":' .. json_str(provider) .. ',"lease_id":' .. json_str(lease_id)
+    .. ',"data":{' .. table.concat(parts, ',') .. '}}'
+  outbox_add('proxyfleet.events.' .. event_type, id, body)
+end
+
+local function intent_create(provider, proxy_id)
+  outbox_add('proxyfleet.intents.' .. provider .. '.create', proxy_id .. ':create',
+    '{"type":"create","proxy_id":' .. json_str(proxy_id) .. '}')
+end
+
+local function intent_delete(provider, proxy_id, gen, reason)
+  outbox_add('proxyfleet.intents.' .. provider .. '.delete', proxy_id .. ':delete:' .. gen,
+    '{"type":"delete","proxy_id":' .. json_str(proxy_id) .. ',"resource_id":"","reason":'
+      .. json_str(reason) .. '}')
+end
+
+-- The provider of a lease: stored on it at grant; older leases ask their proxy.
+local function lease_provider(lease_id, proxy_id)
+  local p = redis.call('HGET', k('lease', lease_id), 'provider')
+  if (not p or p == '') and proxy_id and proxy_id ~= '' then
+    p = redis.call('HGET', k('proxy', proxy_id), 'provider')
+  end
+  return p or ''
+end

@@ -1,4 +1,5 @@
--- ARGV: ns, lease_id, epoch, now, ttl -> {1, expires_at, proxy_id} | {-1} | {-2, reason}
+-- ARGV: ns, lease_id, epoch, now, ttl, event_id -> {1, expires_at, proxy_id} | {-1}
+--   | {-2, reason}
 local lkey = k('lease', ARGV[2])
 local l = redis.call('HMGET', lkey, 'epoch', 'state', 'expires_at', 'proxy_id')
 if not l[1] then return {-1} end
@@ -9,4 +10,6 @@ if tonumber(l[3]) <= now then return {-2, 'lease has expired'} end
 local expires = now + tonumber(ARGV[5])
 redis.call('HSET', lkey, 'expires_at', expires)
 redis.call('ZADD', k('leases'), expires, ARGV[2])
+event('lease.renewed', ARGV[6], ARGV[4], l[4], lease_provider(ARGV[2], l[4]), ARGV[2],
+  {'epoch', l[1], 'expires_at', tostring(expires)})
 return {1, tostring(expires), l[4]}

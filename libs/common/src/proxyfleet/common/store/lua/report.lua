@@ -1,5 +1,5 @@
--- ARGV: ns, lease_id, epoch, now, outcome, target, ban_seconds
--- -> {1, proxy_id} | {-1} | {-2, reason}
+-- ARGV: ns, lease_id, epoch, now, outcome, target, ban_seconds, event_id
+-- -> {1, proxy_id, target} | {-1} | {-2, reason}
 local lkey = k('lease', ARGV[2])
 local l = redis.call('HMGET', lkey, 'epoch', 'state', 'proxy_id', 'target')
 if not l[1] then return {-1} end
@@ -13,4 +13,6 @@ elseif outcome == 'failed' then
   redis.call('ZADD', k('probe'), 'XX', now, l[3])
 end
 redis.call('HINCRBY', lkey, 'reports_' .. outcome, 1)
+event('lease.reported', ARGV[8], ARGV[4], l[3], lease_provider(ARGV[2], l[3]), ARGV[2],
+  {'epoch', l[1], 'outcome', json_str(outcome), 'target', json_str(target)})
 return {1, l[3], target}

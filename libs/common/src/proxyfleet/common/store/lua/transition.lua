@@ -1,6 +1,9 @@
 -- Atomic, generation-checked transition (or field update when to == '').
 -- ARGV: ns, id, expected_gen (-1: any), allowed_from (comma list, '' = any), to, now,
---       deleted_ttl, unleased_only ('1': refuse while a lease holds the proxy), field, value, ...
+--       deleted_ttl, unleased_only ('1': refuse while a lease holds the proxy), event_id,
+--       delete_reason (of the delete intent a move to deleting queues), field, value, ...
+-- A transition appends its event (proxy.<to>), lease.revoked when it ends a lease, and the
+-- delete intent of a proxy moving to failed or deleting, to the outbox.
 -- -> {1, new_gen, old_phase, ended_lease_id} | {-1} missing | {-2, gen, phase} stale gen
 --    | {-3, gen, phase} not allowed from the current phase | {-4, gen, phase, lease_id} leased
 local id, expected, allowed, to, now = ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
@@ -14,7 +17,7 @@ if allowed ~= '' and not string.find(',' .. allowed .. ',', ',' .. phase .. ',',
   return {-3, gen, phase}
 end
 if ARGV[8] == '1' and cur[4] and cur[4] ~= '' then return {-4, gen, phase, cur[4]} end
-for i = 9, #ARGV, 2 do redis.call('HSET', pkey, ARGV[i], ARGV[i + 1]) end
+for i = 11, #ARGV, 2 do redis.call('HSET', pkey, ARGV[i], ARGV[i + 1]) end
 if to == '' then return {1, gen, phase, ''} end
 
 local new_gen = gen + 1
@@ -42,5 +45,24 @@ else
 end
 if to == 'deleted' then
   redis.call('EXPIRE', pkey, deleted_ttl)
+end
+
+local event_id, now_raw, provider = ARGV[9], ARGV[6], cur[3] or ''
+local data = {'from', json_str(phase), 'gen', tostring(new_gen)}
+local reason = ''
+if to == 'failed' or to == 'unhealthy' then
+  reason = redis.call('HGET', pkey, 'reason') or ''
+  data[#data + 1] = 'reason'
+  data[#data + 1] = json_str(reason)
+end
+event('proxy.' .. to, event_id, now_raw, id, provider, '', data)
+if ended ~= '' then
+  local why = (to == 'failed') and 'proxy failed' or 'proxy deleted'
+  event('lease.revoked', event_id, now_raw, id, provider, ended, {'reason', json_str(why)})
+end
+if to == 'failed' then
+  intent_delete(provider, id, new_gen, reason)
+elseif to == 'deleting' then
+  intent_delete(provider, id, new_gen, ARGV[10])
 end
 return {1, new_gen, phase, ended}

@@ -1,0 +1,205 @@
+"""The outbox relay: publishes what the store's scripts appended to the outbox to JetStream.
+
+Every writing service runs one (replicas share the outbox's consumer group, so each entry
+goes to one of them). A relay reads a batch, publishes it, waits for JetStream's acks, then
+acks and deletes the whole batch in one Redis round trip. A crash between publish and ack
+leaves the entries pending: another relay claims them after `claim_idle` (XAUTOCLAIM) and
+publishes them again under the same `Nats-Msg-Id`, which JetStream drops as a duplicate
+within its window. So an event is never lost once its state change is written.
+
+Acks, as the API's event sink measured: every entry is a JetStream message of its own, and
+only the last message of a batch to each stream asks for an ack. JetStream stores one
+connection's messages to a stream in order, so that ack stands for the messages before it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import secrets
+import socket
+from dataclasses import dataclass
+
+import stamina
+from nats.aio.client import Client as NatsClient
+from prometheus_client import Counter, Gauge
+
+from proxyfleet.common import subjects
+from proxyfleet.common.errors import MessagingUnavailable, StoreUnavailable
+from proxyfleet.common.logging import get_logger
+from proxyfleet.common.messaging import messaging_outage
+from proxyfleet.common.metrics import RETRIES
+from proxyfleet.common.store.outbox import Outbox, OutboxEntry
+
+log = get_logger("proxyfleet.relay")
+
+RELAYED = Counter(
+    "proxyfleet_outbox_relayed_total", "Outbox entries published to JetStream and acked."
+)
+RELAY_FAILURES = Counter(
+    "proxyfleet_outbox_relay_failures_total",
+    "Outbox entries whose publish gave up after its retries (they stay in the outbox).",
+)
+OUTBOX_LENGTH = Gauge(
+    "proxyfleet_outbox_length", "Entries in the outbox not yet published and acked."
+)
+
+_ERROR = b'"error"'
+
+
+@dataclass(frozen=True, slots=True)
+class RelaySettings:
+    batch: int = 256
+    """Most entries published before waiting for their acks."""
+    idle: float = 0.05
+    """Seconds a relay that found nothing waits before reading again (the latency of an
+    event on an idle system; a busy relay never waits)."""
+    ack_timeout: float = 5.0
+    """Seconds to wait for JetStream's ack of a batch before publishing it again."""
+    claim_idle: float = 30.0
+    """Seconds an entry stays unacked on another relay before this one claims it."""
+    claim_every: float = 5.0
+    """Seconds between looks for entries left by dead relays."""
+    drain: float = 2.0
+    """Seconds a stopping relay spends publishing what is left."""
+    attempts: int = 5
+    """Publishes of one batch before it is left for later (counted as failed)."""
+    retry_timeout: float = 30.0
+    """Longest time spent retrying one batch."""
+
+
+def consumer_name(service: str) -> str:
+    """Unique per process: a restarted replica does not inherit a dead one's pending."""
+    return f"{service}-{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
+
+
+class OutboxRelay:
+    def __init__(
+        self,
+        outbox: Outbox,
+        nc: NatsClient,
+        *,
+        service: str,
+        settings: RelaySettings | None = None,
+    ) -> None:
+        self._outbox = outbox
+        self._nc = nc
+        self._settings = settings or RelaySettings()
+        self.consumer = consumer_name(service)
+        self._store_ok = False
+        self._next_claim = 0.0
+        self._claim_from = "0-0"
+        self._unacked: list[OutboxEntry] = []
+        self.relayed = 0
+        """Entries this relay published and acked."""
+
+    async def ready(self) -> bool:
+        """The last outbox read reached Redis and NATS is connected."""
+        return self._store_ok and self._nc.is_connected
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """Relay until `stop` is set, then publish what is left (within `drain` seconds:
+        what a stopping service wrote last goes out with it)."""
+        await self._relay_until(stop)
+        await self._drain()  # not when cancelled: whoever cancels wants it to end now
+
+    async def _drain(self) -> None:
+        with contextlib.suppress(StoreUnavailable, MessagingUnavailable, TimeoutError):
+            async with asyncio.timeout(self._settings.drain):
+                while await self.relay_once():
+                    pass
+
+    async def _relay_until(self, stop: asyncio.Event) -> None:
+        while not stop.is_set():
+            try:
+                if not await self.relay_once():
+                    await _wait(stop, self._settings.idle)
+            except StoreUnavailable as exc:
+                if self._store_ok:
+                    log.warning("outbox_unavailable", error=str(exc))
+                self._store_ok = False
+                await _wait(stop, 1.0)
+            except MessagingUnavailable as exc:
+                RELAY_FAILURES.inc(len(self._unacked))
+                log.warning("outbox_publish_failed", entries=len(self._unacked), error=str(exc))
+                await _wait(stop, 1.0)
+
+    async def relay_once(self) -> int:
+        """Publish one batch (a failed one again, else claimed or new entries); returns
+        how many entries were published and acked."""
+        if not self._unacked:
+            self._unacked = await self._take()
+        entries = self._unacked
+        if not entries:
+            return 0
+        async for attempt in stamina.retry_context(
+            on=MessagingUnavailable,
+            attempts=self._settings.attempts,
+            timeout=self._settings.retry_timeout,
+        ):
+            with attempt:
+                if attempt.num > 1:
+                    RETRIES.labels(op="relay.publish").inc()
+                await self._publish(entries)
+        OUTBOX_LENGTH.set(await self._outbox.ack([e.entry_id for e in entries]))
+        self._unacked = []
+        self.relayed += len(entries)
+        RELAYED.inc(len(entries))
+        return len(entries)
+
+    async def _take(self) -> list[OutboxEntry]:
+        s = self._settings
+        if not self._store_ok:
+            await self._outbox.ensure_group()
+        now = asyncio.get_running_loop().time()
+        if now >= self._next_claim:
+            claimed, self._claim_from = await self._outbox.claim(
+                self.consumer, s.claim_idle, s.batch, self._claim_from
+            )
+            if self._claim_from == "0-0":
+                self._next_claim = now + s.claim_every
+            self._store_ok = True
+            if claimed:
+                log.info("outbox_entries_claimed", entries=len(claimed))
+                return claimed
+        entries = await self._outbox.read(self.consumer, s.batch)
+        self._store_ok = True
+        return entries
+
+    async def _publish(self, entries: list[OutboxEntry]) -> None:
+        """Publish every entry; the last one to each stream goes last and asks for the ack
+        (the order within each stream is kept)."""
+        last: dict[bool, int] = {}
+        for i, entry in enumerate(entries):
+            last[entry.subject.startswith(subjects.INTENT_PREFIX)] = i
+        asks = set(last.values())
+        timeout = self._settings.ack_timeout
+        with messaging_outage("JetStream"):
+            for i, e in enumerate(entries):
+                if i not in asks:
+                    await self._nc.publish(e.subject, e.body, headers={"Nats-Msg-Id": e.msg_id})
+            replies = await asyncio.gather(
+                *(
+                    self._nc.request(
+                        entries[i].subject,
+                        entries[i].body,
+                        timeout,
+                        headers={"Nats-Msg-Id": entries[i].msg_id},
+                    )
+                    for i in sorted(asks)
+                ),
+                return_exceptions=True,
+            )
+            for reply in replies:
+                if isinstance(reply, BaseException):
+                    raise reply
+                if _ERROR in reply.data:
+                    text = reply.data.decode(errors="replace")
+                    raise MessagingUnavailable(f"JetStream refused a message: {text}")
+
+
+async def _wait(event: asyncio.Event, seconds: float) -> None:
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(seconds):
+            await event.wait()
