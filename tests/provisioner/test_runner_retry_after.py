@@ -12,8 +12,7 @@ import time
 import pytest
 
 from proxyfleet.common.errors import TemporaryProviderError
-from proxyfleet.common.messaging import Publisher
-from proxyfleet.common.models import CreateIntent, ManagedResource, Phase, Provisioned, ProxySpec
+from proxyfleet.common.models import ManagedResource, Phase, Provisioned, ProxySpec
 from proxyfleet.common.runner.backoff import MAX_RETRY_AFTER, hint_cap, redelivery_delay
 from proxyfleet.common.store import ProxyRegistry
 
@@ -69,14 +68,12 @@ class RateLimitedProvider:
 async def test_the_runner_waits_the_providers_retry_after_before_redelivering(
     provider_name: str,
     registry: ProxyRegistry,
-    publisher: Publisher,
     start_runner: RunnerFactory,
 ) -> None:
     fake = RateLimitedProvider(retry_after=1.0)
     # the backoff alone would redeliver after 0.05 s
     await start_runner(fake, fast_settings(provider_name, backoff_initial=0.05, backoff_max=0.2))
-    proxy = await add_pending_proxy(registry, provider_name)
-    await publisher.intent(provider_name, CreateIntent(proxy_id=proxy.id))
+    proxy = await add_pending_proxy(registry, provider_name)  # its create intent goes out
     await wait_for_phase(registry, proxy.id, Phase.BOOTING)
     first, second = fake.create_calls
     assert second - first >= 1.0 * 0.95  # the NAK delay was the hint, not the backoff
