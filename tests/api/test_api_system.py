@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
+
+import httpx
 from tests.api.helpers import PROVIDER, Api, ApiFactory, error_of, ready_proxy
 
 from proxyfleet.common.settings import CommonSettings
@@ -14,18 +17,30 @@ async def test_healthz_needs_no_token(api: Api) -> None:
     assert r.json() == {"status": "ok"}
 
 
-async def test_readyz_checks_redis_and_nats(api: Api) -> None:
-    r = await api.anon.get("/readyz")
+async def test_readyz_checks_redis_nats_and_the_outbox_relay(api: Api) -> None:
+    r = await wait_ready(api)
     assert r.status_code == 200, r.text
     assert r.json()["redis"] is True
     assert r.json()["nats"] is True
+    assert r.json()["outbox"] is True
 
     await api.services.backends.nats.close()
     r = await api.anon.get("/readyz")
     assert r.status_code == 503
     assert error_of(r) == "not_ready"
     assert r.json()["nats"] is False
+    assert r.json()["outbox"] is False  # the relay cannot publish without NATS
     assert "nats" in r.json()["message"]
+
+
+async def wait_ready(api: Api, within: float = 5.0) -> httpx.Response:
+    """/readyz once the relay has read the outbox for the first time (right after start)."""
+    deadline = asyncio.get_running_loop().time() + within
+    while True:
+        r = await api.anon.get("/readyz")
+        if r.status_code == 200 or asyncio.get_running_loop().time() > deadline:
+            return r
+        await asyncio.sleep(0.05)
 
 
 async def test_metrics_exposes_lease_and_request_metrics(api: Api) -> None:

@@ -11,8 +11,8 @@ tests/common/test_asyncapi.py fails when the checked-in file is stale.
 
 from __future__ import annotations
 
+import argparse
 import re
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -210,8 +210,12 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
-    target = Path(args[0]) if args else DOCUMENT
+    parser = argparse.ArgumentParser(
+        prog="python -m proxyfleet.common.asyncapi",
+        description="Write the AsyncAPI document of every subject and body.",
+    )
+    parser.add_argument("target", nargs="?", type=Path, default=DOCUMENT, help="output file")
+    target: Path = parser.parse_args(argv).target
     target.write_text(render())
     print(f"wrote {target}")
     return 0

@@ -10,6 +10,7 @@ from litestar.status_codes import HTTP_200_OK, HTTP_503_SERVICE_UNAVAILABLE
 
 from proxyfleet.api.container import Services
 from proxyfleet.api.metrics import REGISTRY_PROXIES
+from proxyfleet.common.errors import StoreUnavailable
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.metrics import render_metrics
 
@@ -25,6 +26,8 @@ class Readiness(msgspec.Struct, kw_only=True):
     """ready, or not_ready."""
     redis: bool
     nats: bool
+    outbox: bool
+    """The outbox relay reads the outbox and publishes it (events and intents go out)."""
     error: str = ""
     message: str = ""
 
@@ -42,17 +45,21 @@ class SystemController(Controller):
         "/readyz", responses={503: ResponseSpec(data_container=Readiness, description="not ready")}
     )
     async def readyz(self, services: NamedDependency[Services]) -> Response[Readiness]:
-        """Redis answers PING and NATS is connected; else 503."""
-        redis_ok = await services.backends.redis_ready()
-        nats_ok = services.backends.nats_ready()
-        if redis_ok and nats_ok:
-            return Response(Readiness(status="ready", redis=True, nats=True))
-        down = [name for name, ok in (("redis", redis_ok), ("nats", nats_ok)) if not ok]
+        """Redis answers PING, NATS is connected and the outbox relay runs; else 503."""
+        backends = services.backends
+        redis_ok = await backends.redis_ready()
+        nats_ok = backends.nats_ready()
+        outbox_ok = await backends.relay.ready()
+        checks = (("redis", redis_ok), ("nats", nats_ok), ("outbox", outbox_ok))
+        if all(ok for _, ok in checks):
+            return Response(Readiness(status="ready", redis=True, nats=True, outbox=True))
+        down = [name for name, ok in checks if not ok]
         return Response(
             Readiness(
                 status="not_ready",
                 redis=redis_ok,
                 nats=nats_ok,
+                outbox=outbox_ok,
                 error="not_ready",
                 message=f"not reachable: {', '.join(down)}",
             ),
@@ -66,7 +73,7 @@ class SystemController(Controller):
             for name, counts in (await services.providers.counts()).items():
                 for phase, n in counts.items():
                     REGISTRY_PROXIES.labels(name, phase.value).set(n)
-        except Exception as exc:
-            log.warning("registry_counts_unavailable", error=repr(exc))
+        except StoreUnavailable as exc:
+            log.warning("registry_counts_unavailable", error=str(exc))
         body, content_type = render_metrics()
         return Response(body, media_type=content_type)
