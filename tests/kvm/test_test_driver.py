@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 
 import pytest
+from tests.kvm.helpers import TEST_DRIVER_HOST as HOST
+from tests.kvm.helpers import TEST_DRIVER_URI as URI
 
 from proxyfleet.common.errors import PermanentProviderError
 from proxyfleet.common.models import ProxySpec
-from proxyfleet.common.providers_config import KvmHost, KvmImage, KvmSettings
+from proxyfleet.common.providers_config import KvmImage, KvmSettings
 from proxyfleet.provisioner_kvm.adapter import KvmProvider
 from proxyfleet.provisioner_kvm.domains import Domains
 from proxyfleet.provisioner_kvm.host import DirectConnector, HostSession
@@ -18,17 +20,6 @@ from proxyfleet.provisioner_kvm.pure.names import domain_name, overlay_volume_na
 from proxyfleet.provisioner_kvm.pure.volume_xml import seed_volume_xml
 from proxyfleet.provisioner_kvm.volumes import Pool
 
-URI = "test:///default"
-HOST = KvmHost(
-    name="t1",
-    zone="test-a",
-    ssh_address="unused",
-    ssh_key_file="unused",
-    host_key="ssh-ed25519 unused",
-    storage_pool="default-pool",
-    network="default",
-    domain_type="qemu",
-)
 SETTINGS = KvmSettings(
     hosts=[HOST],
     images={"img": KvmImage(url="file:///nonexistent.qcow2")},

@@ -20,24 +20,14 @@ from tests.contract.provider_contract import (
     ResourcesOf,
 )
 from tests.kvm.contract_helpers import define_domain, domain_uuids, domain_xml, remove_domains
+from tests.kvm.helpers import TEST_DRIVER_HOST as HOST
+from tests.kvm.helpers import TEST_DRIVER_URI as URI
 
 from proxyfleet.common.models import Provisioned, ProxySpec
 from proxyfleet.common.provider import Provider
 from proxyfleet.common.providers_config import KvmHost, KvmImage, KvmSettings
 from proxyfleet.provisioner_kvm.adapter import KvmProvider
 from proxyfleet.provisioner_kvm.host import DirectConnector
-
-URI = "test:///default"
-HOST = KvmHost(
-    name="t1",
-    zone="test-a",
-    ssh_address="unused",
-    ssh_key_file="unused",
-    host_key="ssh-ed25519 unused",
-    storage_pool="default-pool",
-    network="default",
-    domain_type="qemu",
-)
 
 
 def settings(host: KvmHost = HOST) -> KvmSettings:
