@@ -67,6 +67,6 @@ class SystemController(Controller):
                 for phase, n in counts.items():
                     REGISTRY_PROXIES.labels(name, phase.value).set(n)
         except Exception as exc:
-            log.warning("registry_counts_unavailable", error=repr(exc))
+            log.warning("api.registry_counts_unavailable", error=repr(exc))
         body, content_type = render_metrics()
         return Response(body, media_type=content_type)
