@@ -117,6 +117,6 @@ async def test_runs_probes_serves_metrics_and_stops_on_sigterm(
             await proc.wait()
     assert '"event": "service.started"' in output
     assert f'"loop": "{loop}"' in output
-    assert '"event": "proxy_transition"' in output
+    assert '"event": "health.proxy_transition"' in output
     assert '"event": "service.stopped"' in output
     assert PASSWORD not in output

@@ -150,13 +150,13 @@ async def test_the_service_creates_traces_and_never_logs_secrets(
 
     text = log_path.read_text()
     lines = [json.loads(line) for line in text.splitlines() if line.startswith("{")]
-    calls = {line["call"] for line in lines if line.get("event") == "libvirt call"}
+    calls = {line["call"] for line in lines if line.get("event") == "libvirt.call"}
     assert {"domainDefineXML", "domainCreate", "storageVolUpload"} <= calls
     define = next(line for line in lines if line.get("call") == "domainDefineXML")
     assert define["domain"] == domain_name(proxy_id)
     assert define["duration_ms"] >= 0
     assert define["level"] == "debug"
-    assert any(line.get("event") == "domain xml" for line in lines)  # full tracing
+    assert any(line.get("event") == "libvirt.domain_xml" for line in lines)  # full tracing
     # The seed holds the credentials: neither it nor anything from it reaches the log.
     for secret in (PASSWORD, "#cloud-config", "$2b$", "proxyfleet.htpasswd"):
         assert secret not in text, secret

@@ -117,12 +117,12 @@ class OutboxRelay:
                     await _wait(stop, self._settings.idle)
             except StoreUnavailable as exc:
                 if self._store_ok:
-                    log.warning("outbox_unavailable", error=str(exc))
+                    log.warning("relay.outbox_unavailable", error=str(exc))
                 self._store_ok = False
                 await _wait(stop, 1.0)
             except MessagingUnavailable as exc:
                 RELAY_FAILURES.inc(len(self._unacked))
-                log.warning("outbox_publish_failed", entries=len(self._unacked), error=str(exc))
+                log.warning("relay.publish_failed", entries=len(self._unacked), error=str(exc))
                 await _wait(stop, 1.0)
 
     async def relay_once(self) -> int:
@@ -161,7 +161,7 @@ class OutboxRelay:
                 self._next_claim = now + s.claim_every
             self._store_ok = True
             if claimed:
-                log.info("outbox_entries_claimed", entries=len(claimed))
+                log.info("relay.entries_claimed", entries=len(claimed))
                 return claimed
         entries = await self._outbox.read(self.consumer, s.batch)
         self._store_ok = True

@@ -53,7 +53,7 @@ def create_app(settings: ApiSettings, deps: AppDeps) -> Litestar:
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         if settings.insecure_dev:
-            log.warning("insecure_dev", message="no authentication: every caller is admin")
+            log.warning("api.insecure_dev", message="no authentication: every caller is admin")
         async with deps.connect(settings, deps.clock) as backends:
             services = build_services(settings, deps, backends)
             app.state.services = services
@@ -61,7 +61,7 @@ def create_app(settings: ApiSettings, deps: AppDeps) -> Litestar:
             sweeper = asyncio.create_task(
                 run_sweeper(services.leases, settings.sweep_interval, stop)
             )
-            log.info("api_started", host=settings.host, port=settings.port)
+            log.info("api.started", host=settings.host, port=settings.port)
             try:
                 yield
             finally:

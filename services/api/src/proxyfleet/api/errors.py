@@ -146,7 +146,7 @@ def _temporary(_: Request[Any, Any, Any], exc: TemporaryError) -> Response[Error
         code, message = "messaging_unavailable", "NATS is not reachable; try again"
     else:
         code, message = "unavailable", f"{exc}; try again"
-    log.warning(code, error=str(exc) or type(exc).__name__)
+    log.warning("api.dependency_unavailable", code=code, error=str(exc) or type(exc).__name__)
     return error_response(503, code, message, retry_after)
 
 
@@ -173,12 +173,12 @@ def _recursion(_: Request[Any, Any, Any], exc: RecursionError) -> Response[Error
 
 
 def _nats(_: Request[Any, Any, Any], exc: nats.errors.Error) -> Response[ErrorBody]:
-    log.warning("nats_error", error=str(exc) or type(exc).__name__)
+    log.warning("api.nats_error", error=str(exc) or type(exc).__name__)
     return error_response(503, "messaging_unavailable", "NATS is not reachable; try again")
 
 
 def _internal(_: Request[Any, Any, Any], exc: Exception) -> Response[ErrorBody]:
-    log.error("unhandled_error", error_type=type(exc).__name__, exc_info=exc)
+    log.error("api.unhandled_error", error_type=type(exc).__name__, exc_info=exc)
     return error_response(500, "internal_error", "internal error; see the API logs")
 
 

@@ -31,6 +31,6 @@ class Messages:
             await self._publisher.intent(provider, intent, dedupe_key=f"{proxy_id}:delete:{gen}")
         except MessagingUnavailable as exc:
             PUBLISH_FAILURES.labels("intent").inc()
-            log.warning("intent_not_published", proxy_id=proxy_id, error=str(exc))
+            log.warning("api.intent_not_published", proxy_id=proxy_id, error=str(exc))
             return False
         return True

@@ -19,6 +19,6 @@ async def run_sweeper(leases: LeaseService, interval: float, stop: asyncio.Event
         try:
             await leases.sweep()
         except StoreUnavailable as exc:
-            log.warning("sweep_failed", error=str(exc))
+            log.warning("api.sweep_failed", error=str(exc))
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), interval)

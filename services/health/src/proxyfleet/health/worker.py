@@ -128,7 +128,7 @@ class HealthWorker:
                 proxies = await self._registry.claim_probes(s.interval, want)
             except StoreUnavailable as exc:  # Redis down: keep trying, stay alive.
                 if self._claim_ok:
-                    log.warning("claim_failed", error=str(exc) or type(exc).__name__)
+                    log.warning("health.claim_failed", error=str(exc) or type(exc).__name__)
                 self._claim_ok = False
                 await _wait(stop, min(1.0, s.interval))
                 continue
@@ -150,7 +150,7 @@ class HealthWorker:
             try:
                 outcome = await self._prober.probe(proxy)
             except Exception as exc:  # a bug in the prober must not stop the pool
-                log.exception("probe_crashed", proxy_id=proxy.id)
+                log.exception("health.probe_crashed", proxy_id=proxy.id)
                 outcome = Outcome(
                     ProbeResult(
                         proxy_id=proxy.id,
@@ -175,7 +175,7 @@ class HealthWorker:
             try:
                 await self.record_many(batch)
             except StoreUnavailable as exc:  # these proxies are probed again next interval
-                log.warning("record_failed", probes=len(batch), error=str(exc))
+                log.warning("health.record_failed", probes=len(batch), error=str(exc))
             finally:
                 for proxy, _ in batch:
                     self._in_flight.discard(proxy.id)
@@ -224,7 +224,7 @@ class HealthWorker:
             try:
                 await self._transition(proxy, phase, decision, fields)
             except StoreUnavailable as exc:  # the others may still get through
-                log.warning("transition_failed", proxy_id=proxy.id, error=str(exc))
+                log.warning("health.transition_failed", proxy_id=proxy.id, error=str(exc))
 
     async def _transition(
         self, proxy: Proxy, phase: Phase, decision: ProbeDecision, fields: dict[str, Any]
@@ -243,7 +243,7 @@ class HealthWorker:
     ) -> None:
         metrics.TRANSITIONS.labels(phase=phase.value).inc()
         log.info(
-            "proxy_transition",
+            "health.proxy_transition",
             proxy_id=proxy.id,
             provider=proxy.provider,
             previous=moved.previous.value,
@@ -263,7 +263,7 @@ class HealthWorker:
                     metrics.set_phase_counts(provider, counts)
                 metrics.PROBE_BACKLOG.set(await self._registry.probe_backlog())
             except StoreUnavailable as exc:  # the claim loop reports it
-                log.debug("stats_failed", error=str(exc) or type(exc).__name__)
+                log.debug("health.stats_failed", error=str(exc) or type(exc).__name__)
             await _wait(stop, self._settings.stats_interval)
 
 

@@ -93,7 +93,7 @@ class KvmProvider:
             )
         else:
             log.info(
-                "adopting existing domain",
+                "kvm.domain_adopted",
                 proxy_id=spec.proxy_id,
                 domain=name,
                 host=session.host.name,
@@ -137,7 +137,7 @@ class KvmProvider:
             if isinstance(result, BaseException):
                 if not isinstance(result, ProviderError):
                     raise result
-                log.warning("host skipped in listing", host=session.host.name, error=str(result))
+                log.warning("kvm.host_skipped", host=session.host.name, error=str(result))
                 continue
             for state in result:
                 assert state.identity is not None
@@ -214,7 +214,7 @@ class KvmProvider:
             )
         )
         await Domains(session).define_and_start(domain_name(spec.proxy_id), xml)
-        log.info("domain started", proxy_id=spec.proxy_id, host=host.name, image=image.key)
+        log.info("kvm.domain_started", proxy_id=spec.proxy_id, host=host.name, image=image.key)
 
     async def _wait_for_address(self, domains: Domains, name: str, network: str) -> str:
         deadline = time.monotonic() + self._settings.address_timeout
@@ -235,7 +235,7 @@ class KvmProvider:
         for volume in (overlay_volume_name(proxy_id), seed_volume_name(proxy_id)):
             removed = await pool.delete(volume) or removed
         if removed:
-            log.info("domain deleted", proxy_id=proxy_id, host=session.host.name)
+            log.info("kvm.domain_deleted", proxy_id=proxy_id, host=session.host.name)
 
 
 def _parse(rid: str) -> tuple[str, str]:

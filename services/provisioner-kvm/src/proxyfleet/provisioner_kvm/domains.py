@@ -59,11 +59,11 @@ class Domains:
             raw, active = await self._s.run("domainGetMetadata", read, domain=name)
         except Missing:
             return None
-        self._s.calls.detail("domain metadata", domain=name, metadata=raw)
+        self._s.calls.detail("libvirt.domain_metadata", domain=name, metadata=raw)
         return DomainState(name, parse_metadata(raw) if raw else None, active)
 
     async def define_and_start(self, name: str, xml: str) -> None:
-        self._s.calls.detail("domain xml", domain=name, xml=xml)
+        self._s.calls.detail("libvirt.domain_xml", domain=name, xml=xml)
         await self._s.run("domainDefineXML", lambda c: c.defineXML(xml), domain=name)
         await self.start(name)
 
@@ -106,7 +106,7 @@ class Domains:
                 found = address_from_leases(leases or [], mac)
             except ProviderError:
                 found = None
-        self._s.calls.detail("domain address", domain=name, mac=mac, address=found)
+        self._s.calls.detail("libvirt.domain_address", domain=name, mac=mac, address=found)
         return found
 
     async def list_ours(self) -> list[DomainState]:

@@ -100,7 +100,7 @@ class HostSession:
             if self._conn is not None and self._connector.is_open:
                 return self._conn
             if self._conn is not None:
-                log.warning("host connection lost, reconnecting", host=self.host.name)
+                log.warning("libvirt.connection_lost", host=self.host.name)
                 await self._close_conn()
             try:
                 uri = await self._connector.open()
@@ -114,7 +114,7 @@ class HostSession:
                 SSH_CONNECTS.labels(self.host.name, "error").inc()
                 raise
             SSH_CONNECTS.labels(self.host.name, "ok").inc()
-            log.info("libvirt connected", host=self.host.name, zone=self.host.zone)
+            log.info("libvirt.connected", host=self.host.name, zone=self.host.zone)
             return self._conn
 
     async def _drop(self, conn: libvirt.virConnect) -> None:

@@ -55,7 +55,7 @@ class ImageStore:
         part = path.with_suffix(path.suffix + ".part")
         started = last = time.monotonic()
         done = 0
-        log.info("image download starting", image=image.key, url=image.url)
+        log.info("kvm.image_download_started", image=image.key, url=image.url)
         try:
             async with (
                 httpx.AsyncClient(timeout=self._timeout, follow_redirects=True) as http,
@@ -79,7 +79,7 @@ class ImageStore:
             raise
         part.rename(path)
         log.info(
-            "image downloaded",
+            "kvm.image_downloaded",
             image=image.key,
             bytes=done,
             seconds=round(time.monotonic() - started, 1),
@@ -99,7 +99,7 @@ def _progress(image: ImageRef, done: int, total: int, elapsed: float) -> None:
     percent = round(100 * done / total, 1) if total else None
     rate = round(done / elapsed / 1e6, 1) if elapsed else None
     log.info(
-        "image download progress",
+        "kvm.image_download_progress",
         image=image.key,
         bytes=done,
         total=total,

@@ -107,7 +107,7 @@ class LibvirtCalls:
             LIBVIRT_CALL_SECONDS.labels(self.host, call, "error").observe(elapsed)
             LIBVIRT_ERRORS.labels(self.host, call, code).inc()
             log.debug(
-                "libvirt call",
+                "libvirt.call",
                 host=self.host,
                 call=call,
                 duration_ms=round(elapsed * 1000, 2),
@@ -119,7 +119,7 @@ class LibvirtCalls:
         elapsed = time.perf_counter() - started
         LIBVIRT_CALL_SECONDS.labels(self.host, call, "ok").observe(elapsed)
         log.debug(
-            "libvirt call", host=self.host, call=call, duration_ms=round(elapsed * 1000, 2), **ids
+            "libvirt.call", host=self.host, call=call, duration_ms=round(elapsed * 1000, 2), **ids
         )
         return result
 

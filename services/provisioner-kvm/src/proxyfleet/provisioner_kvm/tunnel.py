@@ -167,7 +167,7 @@ class SshTunnel:
         except OSError as exc:
             raise self._temporary(exc.strerror or str(exc)) from None
         log.info(
-            "ssh connected",
+            "kvm.ssh_connected",
             host=name,
             address=self.host.ssh_address,
             duration_ms=round((time.monotonic() - started) * 1000, 1),
@@ -187,7 +187,7 @@ class SshTunnel:
             with contextlib.suppress(Exception):
                 await conn.wait_closed()
             log.info(
-                "ssh disconnected",
+                "kvm.ssh_disconnected",
                 host=self.host.name,
                 address=self.host.ssh_address,
                 reason=reason if was_open else "connection lost",

@@ -78,16 +78,16 @@ class Pool:
             return path
         IMAGE_CACHE.labels(host, "miss").inc()
         if path is not None:
-            log.warning("base image upload was interrupted, uploading again", volume=volume)
+            log.warning("kvm.image_upload_restarted", volume=volume)
             await self.delete(volume)
         local = await fetch()
         size = local.stat().st_size
-        log.info("image upload starting", host=host, volume=volume, bytes=size)
+        log.info("kvm.image_upload_started", host=host, volume=volume, bytes=size)
         with local.open("rb") as src:
             path = await self.upload(volume, base_volume_xml(volume, size, fmt), src, size)
         marker = volume + COMPLETE_SUFFIX
         await self.upload(marker, seed_volume_xml(marker, 1), io.BytesIO(b"1"), 1)
-        log.info("image uploaded", host=host, volume=volume, bytes=size)
+        log.info("kvm.image_uploaded", host=host, volume=volume, bytes=size)
         return path
 
     async def upload(self, volume: str, xml: str, src: BinaryIO, size: int) -> str:

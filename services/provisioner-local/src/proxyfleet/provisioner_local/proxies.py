@@ -107,7 +107,7 @@ class LocalProxies:
                 self._children.pop(pid, None)
             if folder.path.exists():
                 shutil.rmtree(folder.path)
-                log.info("proxy process stopped", proxy_id=proxy_id)
+                log.info("local.proxy_stopped", proxy_id=proxy_id)
             lock.unlink(missing_ok=True)  # while holding it: see file_lock
 
     def list_managed(self) -> list[ManagedResource]:
@@ -149,7 +149,7 @@ class LocalProxies:
         if pid != marker.pid:
             write_marker(folder.marker, msgspec.structs.replace(marker, pid=pid))
         self._wait(folder, marker.engine, pid, marker.port, secret)
-        log.info("proxy adopted", proxy_id=folder.proxy_id, port=marker.port, pid=pid)
+        log.info("local.proxy_adopted", proxy_id=folder.proxy_id, port=marker.port, pid=pid)
         return self._provisioned(folder.proxy_id, marker.port)
 
     def _start(self, spec: ProxySpec, folder: ProxyFolder, old: Marker | None) -> Provisioned:
@@ -181,7 +181,11 @@ class LocalProxies:
         write_marker(folder.marker, msgspec.structs.replace(marker, pid=child.pid))
         self._wait(folder, self.engine, child.pid, port, spec.password, child)
         log.info(
-            "proxy started", proxy_id=spec.proxy_id, port=port, pid=child.pid, engine=self.engine
+            "local.proxy_started",
+            proxy_id=spec.proxy_id,
+            port=port,
+            pid=child.pid,
+            engine=self.engine,
         )
         return self._provisioned(spec.proxy_id, port)
 

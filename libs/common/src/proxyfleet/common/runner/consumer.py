@@ -123,7 +123,7 @@ class IntentConsumer:
         subscribe_intents(broker, s, self._on_intent)
         await broker.start()
         self.running = True
-        log.info("consuming intents", provider=s.provider, durable=self._durable)
+        log.info("consumer.subscribed", provider=s.provider, durable=self._durable)
         try:
             while not stop.is_set():
                 with contextlib.suppress(TimeoutError):
@@ -144,13 +144,13 @@ class IntentConsumer:
         try:
             await self._js.consumer_info(subjects.INTENT_STREAM, self._durable)
         except nats.js.errors.NotFoundError:
-            log.warning("intent consumer missing, declaring it again", durable=self._durable)
+            log.warning("consumer.redeclared", durable=self._durable)
             with contextlib.suppress(nats.errors.Error):
                 await self._js.add_consumer(
                     subjects.INTENT_STREAM, config=consumer_config(self._settings)
                 )
         except nats.errors.Error as exc:
-            log.warning("checking the intent consumer failed", error=str(exc))
+            log.warning("consumer.check_failed", error=str(exc))
 
     async def _on_intent(self, body: IntentBody, msg: NatsMessage) -> None:
         delivery = Delivery(msg.raw_message.metadata.num_delivered, self._settings.max_deliver)
@@ -158,7 +158,9 @@ class IntentConsumer:
             intent = intent_decoder.decode(body)
         except msgspec.DecodeError as exc:
             log.error(  # noqa: TRY400
-                "undecodable intent dropped", subject=msg.raw_message.subject, error=str(exc)
+                "consumer.undecodable_intent_dropped",
+                subject=msg.raw_message.subject,
+                error=str(exc),
             )
             MESSAGES.labels("intent", "invalid").inc()
             await self._reply(msg, Verdict(Reply.TERM, "invalid"))
@@ -175,7 +177,7 @@ class IntentConsumer:
             MESSAGES.labels(kind, "interrupted").inc()
             raise
         except Exception:
-            log.exception("intent handling failed", kind=kind, proxy_id=intent.proxy_id)
+            log.exception("consumer.handling_failed", kind=kind, proxy_id=intent.proxy_id)
             verdict = self._after_unexpected_error(delivery)
         MESSAGE_SECONDS.labels(kind).observe(time.perf_counter() - started)
         MESSAGES.labels(kind, verdict.result).inc()
@@ -199,7 +201,7 @@ class IntentConsumer:
                 await msg.reject()
         except nats.errors.Error as exc:
             # The intent comes back after ack_wait; handlers are idempotent.
-            log.warning("replying to an intent failed", error=str(exc))
+            log.warning("consumer.reply_failed", error=str(exc))
 
     @contextlib.asynccontextmanager
     async def _heartbeats(self, msg: NatsMessageType) -> AsyncIterator[None]:

@@ -73,15 +73,15 @@ class IntentHandler:
         for _ in range(RELOADS):
             proxy = await self._registry.get(proxy_id)
             if proxy is None:
-                log.info("create intent for an unknown proxy", proxy_id=proxy_id)
+                log.info("runner.create_for_unknown_proxy", proxy_id=proxy_id)
                 return Verdict.ack("ignored")
             if proxy.provider != self._name:
-                log.warning("create intent for another provider's proxy", proxy_id=proxy_id)
+                log.warning("runner.create_for_other_provider", proxy_id=proxy_id)
                 return Verdict.ack("ignored")
             if proxy.phase is Phase.PROVISIONING:
                 return await self._provision(proxy, proxy.gen, delivery)
             if proxy.phase is not Phase.PENDING:
-                log.debug("create intent already handled", proxy_id=proxy_id, phase=proxy.phase)
+                log.debug("runner.create_already_handled", proxy_id=proxy_id, phase=proxy.phase)
                 return Verdict.ack("done")
             try:
                 moved = await self._registry.transition(
@@ -123,7 +123,9 @@ class IntentHandler:
             )
         except (Conflict, NotFound):
             return await self._after_lost_race(proxy.id, done)
-        log.info("proxy booting", proxy_id=proxy.id, host=done.host, port=done.port, gen=moved.gen)
+        log.info(
+            "runner.proxy_booting", proxy_id=proxy.id, host=done.host, port=done.port, gen=moved.gen
+        )
         return Verdict.ack()
 
     async def _after_lost_race(self, proxy_id: str, done: Provisioned) -> Verdict:
@@ -131,7 +133,7 @@ class IntentHandler:
         the proxy still wants it."""
         proxy = await self._registry.get(proxy_id)
         if proxy is None or proxy.phase not in LIVE:
-            log.info("proxy no longer wants its new resource", proxy_id=proxy_id)
+            log.info("runner.resource_unwanted", proxy_id=proxy_id)
             await self._cleanup(proxy_id, done.resource_id)
             return Verdict.ack("discarded")
         return Verdict.ack("done")
@@ -142,10 +144,10 @@ class IntentHandler:
         try:
             await self._registry.transition(proxy_id, Phase.FAILED, expected_gen=gen, reason=reason)
         except (Conflict, NotFound) as exc:
-            log.info("proxy changed before it could be failed", proxy_id=proxy_id, error=str(exc))
+            log.info("runner.fail_superseded", proxy_id=proxy_id, error=str(exc))
             await self._cleanup(proxy_id, "")
         else:
-            log.warning("proxy failed", proxy_id=proxy_id, reason=reason)
+            log.warning("runner.proxy_failed", proxy_id=proxy_id, reason=reason)
         return Verdict.ack("failed")
 
     async def _cleanup(self, proxy_id: str, resource_id: str) -> None:
@@ -153,14 +155,14 @@ class IntentHandler:
         try:
             await timed_call(self._name, "delete", self._provider.delete(proxy_id, resource_id))
         except ProviderError as exc:
-            log.warning("cleanup failed; GC will retry", proxy_id=proxy_id, error=str(exc))
+            log.warning("runner.cleanup_failed", proxy_id=proxy_id, error=str(exc))
 
     # ---- delete ---------------------------------------------------------------------
 
     async def _delete(self, intent: DeleteIntent, delivery: Delivery) -> Verdict:
         proxy = await self._registry.get(intent.proxy_id)
         if proxy is not None and proxy.phase in LIVE:
-            log.warning("stale delete intent for a live proxy ignored", proxy_id=proxy.id)
+            log.warning("runner.stale_delete_ignored", proxy_id=proxy.id)
             return Verdict.ack("ignored")
         resource_id = intent.resource_id or (proxy.resource_id if proxy else "")
         try:
@@ -170,12 +172,12 @@ class IntentHandler:
         except TemporaryProviderError as exc:
             if delivery.last:
                 log.error(  # noqa: TRY400  (a provider's message, no traceback to show)
-                    "delete gave up; the reconciler will try again", error=str(exc)
+                    "runner.delete_gave_up", error=str(exc)
                 )
                 return Verdict.ack("gave_up")
             return self._retry("delete", intent.proxy_id, exc, delivery)
         except PermanentProviderError as exc:
-            log.error("delete failed", proxy_id=intent.proxy_id, error=str(exc))  # noqa: TRY400
+            log.error("runner.delete_failed", proxy_id=intent.proxy_id, error=str(exc))  # noqa: TRY400
             return Verdict.ack("failed")
         if proxy is not None and proxy.phase is Phase.DELETING:
             await self._mark_deleted(intent.proxy_id)
@@ -190,7 +192,7 @@ class IntentHandler:
                 await self._registry.transition(proxy_id, Phase.DELETED, expected_gen=proxy.gen)
             except Conflict:
                 continue
-            log.info("proxy deleted", proxy_id=proxy_id)
+            log.info("runner.proxy_deleted", proxy_id=proxy_id)
             return
 
     # ---- helpers --------------------------------------------------------------------
@@ -201,7 +203,7 @@ class IntentHandler:
         delay = redelivery_delay(self._settings, delivery.number, exc.retry_after)
         RETRIES.labels(op=f"provider.{op}").inc()
         log.warning(
-            "temporary provider error; retrying",
+            "runner.provider_retrying",
             op=op,
             proxy_id=proxy_id,
             error=str(exc),

@@ -46,7 +46,7 @@ class Reconciler:
             try:
                 await self.reconcile_once()
             except (StoreUnavailable, MessagingUnavailable) as exc:
-                log.warning("reconcile pass failed", error=str(exc))
+                log.warning("reconciler.pass_failed", error=str(exc))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self._settings.reconcile_interval)
 
@@ -65,7 +65,7 @@ class Reconciler:
             if not cursor:
                 break
         if republished:
-            log.info("republished stale intents", provider=provider, count=republished)
+            log.info("reconciler.stale_intents_republished", provider=provider, count=republished)
         return republished
 
     async def _republish_if_stale(self, proxy: Proxy) -> bool:
@@ -87,5 +87,7 @@ class Reconciler:
         else:
             return False
         MESSAGES.labels("reconcile", proxy.phase.value).inc()
-        log.info("intent republished", proxy_id=proxy.id, phase=proxy.phase, gen=proxy.gen)
+        log.info(
+            "reconciler.intent_republished", proxy_id=proxy.id, phase=proxy.phase, gen=proxy.gen
+        )
         return True

@@ -75,10 +75,10 @@ class ResourcesResponder:
         try:
             found = await timed_call(self._name, "list", self._provider.list_managed())
         except ProviderError as exc:
-            log.warning("listing managed resources failed", error=str(exc))
+            log.warning("resources.listing_failed", error=str(exc))
             return ResourceList(provider=self._name, resources=[], error=str(exc) or "error")
         except Exception as exc:  # an adapter bug must still get the asker an answer
-            log.exception("listing managed resources failed")
+            log.exception("resources.listing_failed")
             return ResourceList(provider=self._name, resources=[], error=f"internal error: {exc}")
         return ResourceList(provider=self._name, resources=found)
 

@@ -57,7 +57,7 @@ class LeaseService:
         LEASES_GRANTED.inc()
         # debug, not info: one line per grant and release is the API's busiest output, and
         # the lease.* events on NATS already record each of them (docs/performance.md)
-        log.debug("lease_granted", lease_id=lease.id, proxy_id=proxy.id, epoch=lease.epoch)
+        log.debug("api.lease_granted", lease_id=lease.id, proxy_id=proxy.id, epoch=lease.epoch)
         return Grant(lease, proxy)
 
     def ttl(self, ttl: float | None) -> float:
@@ -76,13 +76,13 @@ class LeaseService:
         self, lease_id: str, epoch: int, outcome: LeaseOutcome, target: str
     ) -> tuple[str, str]:
         proxy_id, applied_to = await self._store.report(lease_id, epoch, outcome, target)
-        log.info("lease_reported", lease_id=lease_id, proxy_id=proxy_id, outcome=outcome.value)
+        log.info("api.lease_reported", lease_id=lease_id, proxy_id=proxy_id, outcome=outcome.value)
         return proxy_id, applied_to
 
     async def release(self, lease_id: str, epoch: int) -> Released:
         released = await self._store.release(lease_id, epoch)
         LEASES_RELEASED.inc()
-        log.debug("lease_released", lease_id=lease_id, proxy_id=released.proxy_id)
+        log.debug("api.lease_released", lease_id=lease_id, proxy_id=released.proxy_id)
         return released
 
     async def sweep(self) -> int:
@@ -93,7 +93,7 @@ class LeaseService:
             batch = await self._store.expire_due(SWEEP_BATCH)
             for r in batch:
                 LEASES_EXPIRED.inc()
-                log.info("lease_expired", lease_id=r.lease_id, proxy_id=r.proxy_id)
+                log.info("api.lease_expired", lease_id=r.lease_id, proxy_id=r.proxy_id)
             total += len(batch)
             if len(batch) < SWEEP_BATCH:
                 return total

@@ -84,7 +84,7 @@ class ProxyService:
         created = await _batched([self._registry.create(p) for p in proxies])
         proxies = [p for p, ok in zip(proxies, created, strict=True) if ok]
         for p in proxies:
-            log.info("proxy_created", proxy_id=p.id, provider=p.provider, zone=p.zone)
+            log.info("api.proxy_created", proxy_id=p.id, provider=p.provider, zone=p.zone)
         return proxies
 
     async def get(self, proxy_id: str) -> Proxy:
@@ -145,7 +145,7 @@ class ProxyService:
                     code="proxy_leased",
                 ) from None
             raise
-        log.info("proxy_deleting", proxy_id=proxy_id, previous=res.previous.value, force=force)
+        log.info("api.proxy_deleting", proxy_id=proxy_id, previous=res.previous.value, force=force)
         if res.ended_lease_id:
             LEASES_REVOKED.inc()
         return await self.get(proxy_id)

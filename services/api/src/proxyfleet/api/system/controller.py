@@ -74,6 +74,6 @@ class SystemController(Controller):
                 for phase, n in counts.items():
                     REGISTRY_PROXIES.labels(name, phase.value).set(n)
         except StoreUnavailable as exc:
-            log.warning("registry_counts_unavailable", error=str(exc))
+            log.warning("api.registry_counts_unavailable", error=str(exc))
         body, content_type = render_metrics()
         return Response(body, media_type=content_type)
