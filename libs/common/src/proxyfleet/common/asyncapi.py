@@ -63,6 +63,63 @@ _ENUMS = {"phase": [str(phase) for phase in Phase]}
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
+_PUBLISHED: list[tuple[str, Any, JStream | None, str, str]] = [
+    (
+        subjects.intent_create(PROVIDER),
+        _body(CreateIntent),
+        _INTENTS,
+        "publish",
+        "Create a proxy (work queue). Written to the outbox with the new proxy and published "
+        "by the api's outbox relay (`Nats-Msg-Id` `<proxy_id>:create`), and by the "
+        "provisioner's reconciler for a stuck proxy.",
+    ),
+    (
+        subjects.intent_delete(PROVIDER),
+        _body(DeleteIntent),
+        _INTENTS,
+        "publish",
+        "Delete a proxy's resources (work queue). Written to the outbox by the transition to "
+        "failed or deleting and published by that service's relay (`Nats-Msg-Id` "
+        "`<proxy_id>:delete:<gen>`), and by gc for an orphaned resource (`gc:<resource_id>`, "
+        "no registry entry).",
+    ),
+    (
+        subjects.event_subject("proxy.{phase}"),
+        _body(Event),
+        _EVENTS,
+        "publish",
+        "A proxy's lifecycle transition, kept 7 days, published by the outbox relay of the "
+        "service that made it (`Nats-Msg-Id` is the event id; `data` holds `from` and `gen`, "
+        "and `reason` for failed/unhealthy). api: pending, deleting; provisioner: "
+        "provisioning, booting, failed, deleted; health: ready, unhealthy, failed.",
+    ),
+    (
+        subjects.event_subject("lease.{action}"),
+        _body(Event),
+        _EVENTS,
+        "publish",
+        "A lease event (`lease_id` and `provider` set), kept 7 days, published by the api's "
+        "outbox relay.",
+    ),
+    (
+        subjects.probe_subject("{proxy_id}"),
+        _body(ProbeResult),
+        None,
+        "publish",
+        "Every probe result of one proxy, by health (core NATS, not persisted).",
+    ),
+    (
+        subjects.resources_request(PROVIDER),
+        _EMPTY_BODY,
+        None,
+        "request",
+        "gc asks a provider for its managed resources (request/reply, empty body).",
+    ),
+]
+"""What services send with nats-py, declared for the document only (subject, body,
+stream, operation, description)."""
+
+
 async def _intent_handler(body: IntentBody, msg: NatsMessage) -> None:
     """Stands in for `IntentConsumer._on_intent` (same signature), which needs a runner."""
 
@@ -82,58 +139,10 @@ def build_broker() -> NatsBroker:
     subscribe_intents(broker, runner, _intent_handler)
     subscribe_resources(broker, PROVIDER, _resources_handler)
 
-    broker.publisher(
-        subjects.intent_create(PROVIDER),
-        stream=_INTENTS,
-        schema=_body(CreateIntent),
-        title=f"{subjects.intent_create(PROVIDER)}:publish",
-        description=(
-            "Create a proxy (work queue). Published by the api (`Nats-Msg-Id` "
-            "`<proxy_id>:create`) and by the provisioner's reconciler for a stuck proxy."
-        ),
-    )
-    broker.publisher(
-        subjects.intent_delete(PROVIDER),
-        stream=_INTENTS,
-        schema=_body(DeleteIntent),
-        title=f"{subjects.intent_delete(PROVIDER)}:publish",
-        description=(
-            "Delete a proxy's resources (work queue). Published by the api and health "
-            "(`Nats-Msg-Id` `<proxy_id>:delete:<gen>`) and by gc for an orphaned resource "
-            "(`gc:<resource_id>`, no registry entry)."
-        ),
-    )
-    broker.publisher(
-        subjects.event_subject("proxy.{phase}"),
-        stream=_EVENTS,
-        schema=_body(Event),
-        title=f"{subjects.event_subject('proxy.{phase}')}:publish",
-        description=(
-            "A proxy's lifecycle transition, kept 7 days (`Nats-Msg-Id` is the event id; "
-            "`data` holds `from` and `gen`, and `reason` for failed/unhealthy). api: "
-            "pending, deleting; provisioner: provisioning, booting, failed, deleted; "
-            "health: ready, unhealthy, failed."
-        ),
-    )
-    broker.publisher(
-        subjects.event_subject("lease.{action}"),
-        stream=_EVENTS,
-        schema=_body(Event),
-        title=f"{subjects.event_subject('lease.{action}')}:publish",
-        description="A lease event, published by the api (`lease_id` set), kept 7 days.",
-    )
-    broker.publisher(
-        subjects.probe_subject("{proxy_id}"),
-        schema=_body(ProbeResult),
-        title=f"{subjects.probe_subject('{proxy_id}')}:publish",
-        description="Every probe result of one proxy, by health (core NATS, not persisted).",
-    )
-    broker.publisher(
-        subjects.resources_request(PROVIDER),
-        schema=_EMPTY_BODY,
-        title=f"{subjects.resources_request(PROVIDER)}:request",
-        description="gc asks a provider for its managed resources (request/reply, empty body).",
-    )
+    for subject, body, stream, op, description in _PUBLISHED:
+        broker.publisher(
+            subject, stream=stream, schema=body, title=f"{subject}:{op}", description=description
+        )
     return broker
 
 
