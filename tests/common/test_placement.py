@@ -29,7 +29,7 @@ providers:
     zones: [rack-a]
     kvm:
       hosts:
-        - {name: hv1, zone: rack-a, ssh_address: 10.0.0.5, ssh_key_file: /k,
+        - {name: hv1, zone: rack-a, ssh_address: 127.0.0.1, ssh_key_file: /k,
            host_key: "ssh-ed25519 AAAA"}
       images:
         debian: {url: "https://images.example/debian.qcow2"}

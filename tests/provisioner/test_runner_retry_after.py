@@ -53,7 +53,7 @@ class RateLimitedProvider:
         self.create_calls.append(time.monotonic())
         if len(self.create_calls) == 1:
             raise TemporaryProviderError("429 rate limited", retry_after=self.retry_after)
-        return Provisioned(resource_id=f"res-{spec.proxy_id}", host="10.0.0.7", port=3128)
+        return Provisioned(resource_id=f"res-{spec.proxy_id}", host="127.0.0.1", port=3128)
 
     async def delete(self, proxy_id: str, resource_id: str) -> None:
         return None

@@ -21,15 +21,9 @@ import hiredis
 import redis.asyncio as aioredis
 from redis.exceptions import NoScriptError, ResponseError
 
-from proxyfleet.common.errors import StoreUnavailable
+from proxyfleet.common.store.outage import unavailable as _lost
 
 Arg = str | bytes | int | float
-RETRY_AFTER = 1.0
-"""Seconds a caller is asked to wait after the connection is lost."""
-
-
-def _lost(message: str) -> StoreUnavailable:
-    return StoreUnavailable(message, RETRY_AFTER)
 
 
 class LuaScript:

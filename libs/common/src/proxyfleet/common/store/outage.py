@@ -5,8 +5,7 @@ from __future__ import annotations
 
 import functools
 import inspect
-from collections.abc import Awaitable, Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Awaitable, Callable
 from typing import Any, ParamSpec, TypeVar
 
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -24,27 +23,24 @@ R = TypeVar("R")
 C = TypeVar("C", bound=type)
 
 
-@contextmanager
-def store_outage() -> Iterator[None]:
-    try:
-        yield
-    except OUTAGES as exc:
-        raise StoreUnavailable(f"Redis unavailable: {exc}", RETRY_AFTER) from exc
+def unavailable(message: str) -> StoreUnavailable:
+    """The store's one outage error (the mux raises it for a lost connection too)."""
+    return StoreUnavailable(message, RETRY_AFTER)
 
 
 def _translated(fn: Callable[P, Awaitable[R]]) -> Callable[P, Awaitable[R]]:
     @functools.wraps(fn)
     async def call(*args: P.args, **kwargs: P.kwargs) -> R:
-        try:  # not store_outage(): this wraps the grant path, and a generator costs a µs
+        try:  # a plain try, not a context manager: this wraps the grant path
             return await fn(*args, **kwargs)
         except OUTAGES as exc:
-            raise StoreUnavailable(f"Redis unavailable: {exc}", RETRY_AFTER) from exc
+            raise unavailable(f"Redis unavailable: {exc}") from exc
 
     return call
 
 
 def translates_outages(cls: C) -> C:
-    """Wrap each public `async def` of `cls` in store_outage()."""
+    """Wrap each public `async def` of `cls` so a Redis outage leaves it as StoreUnavailable."""
     for name, member in list(vars(cls).items()):
         if not name.startswith("_") and inspect.iscoroutinefunction(member):
             fn: Any = member

@@ -27,6 +27,14 @@ DELETE_REASON = "deleted by admin"
 """The reason a delete intent from the API carries."""
 
 
+def _leased(proxy: Proxy) -> Conflict:
+    return Conflict(
+        f"proxy {proxy.id} is leased (lease {proxy.lease_id}); "
+        "pass force=true to revoke the lease and delete it",
+        code="proxy_leased",
+    )
+
+
 async def _batched(calls: Sequence[Awaitable[T]]) -> list[T]:
     out: list[T] = []
     for i in range(0, len(calls), BATCH):
@@ -123,11 +131,7 @@ class ProxyService:
         if proxy.phase in (Phase.DELETING, Phase.DELETED):
             return await self._again(proxy)
         if proxy.lease_id and not force:
-            raise Conflict(
-                f"proxy {proxy_id} is leased (lease {proxy.lease_id}); "
-                "pass force=true to revoke the lease and delete it",
-                code="proxy_leased",
-            )
+            raise _leased(proxy)
         try:
             # unleased_only closes the race with a grant landing after the check above.
             # The script also queues proxy.deleting, lease.revoked and the delete intent.
@@ -139,11 +143,7 @@ class ProxyService:
             if current.phase in (Phase.DELETING, Phase.DELETED):
                 return await self._again(current)
             if current.lease_id and not force:
-                raise Conflict(
-                    f"proxy {proxy_id} is leased (lease {current.lease_id}); "
-                    "pass force=true to revoke the lease and delete it",
-                    code="proxy_leased",
-                ) from None
+                raise _leased(current) from None
             raise
         log.info("api.proxy_deleting", proxy_id=proxy_id, previous=res.previous.value, force=force)
         if res.ended_lease_id:
