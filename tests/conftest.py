@@ -67,6 +67,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         else:
             marker = "pure"
         item.add_marker(marker)
+        if marker == "kvm" and item.get_closest_marker("timeout") is None:
+            # libvirt's C event loop retries poll() on EINTR, so the signal method's alarm
+            # never lands while a test waits on libvirtd: a hung KVM test would hang the run.
+            # The thread method dumps every stack and ends the run instead.
+            item.add_marker(pytest.mark.timeout(method="thread"))
 
 
 # ---- servers ------------------------------------------------------------------------------
