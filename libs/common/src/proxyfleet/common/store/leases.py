@@ -14,7 +14,7 @@ from proxyfleet.common.clock import Clock
 from proxyfleet.common.errors import Conflict, NotFound, Unavailable
 from proxyfleet.common.models import Lease, LeaseOutcome
 from proxyfleet.common.store.codec import lease_from_hash
-from proxyfleet.common.store.fastid import fast_id
+from proxyfleet.common.store.fastid import fast_id, fast_lease_id
 from proxyfleet.common.store.mux import ScriptMux
 from proxyfleet.common.store.outage import translates_outages
 from proxyfleet.common.store.scripts import Scripts
@@ -104,7 +104,7 @@ class LeaseStore:
         self, req: GrantRequest, lease_id: str | None = None
     ) -> tuple[Lease, GrantedProxy]:
         """grant(), with the granted proxy as the same script read it (one round trip)."""
-        lease_id = lease_id or fast_id("l")  # the format of ids.new_lease_id
+        lease_id = lease_id or fast_lease_id()
         now = self._clock.now()
         ttl = min(req.ttl, self.policy.max_ttl)
         res = await self._scripts.call(
