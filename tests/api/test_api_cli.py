@@ -21,7 +21,8 @@ def test_refuses_to_start_without_a_token(tmp_path: Path) -> None:
 def test_bad_providers_config_names_file_and_key(tmp_path: Path) -> None:
     cfg = tmp_path / "providers.yaml"
     cfg.write_text("providers:\n  - name: x\n    type: local\n    zones: [a]\n    colour: red\n")
-    res = run_cli("--providers-config", str(cfg), env={"PROXYFLEET_ADMIN_TOKENS": "t"})
+    env = {"PROXYFLEET_ADMIN_TOKENS": "ops:a-secret-of-16-chars"}
+    res = run_cli("--providers-config", str(cfg), env=env)
     assert res.returncode != 0
     assert str(cfg) in res.stderr
     assert "colour" in res.stderr

@@ -5,7 +5,6 @@ from __future__ import annotations
 import secrets
 import time
 
-
 LEASE_RANDOM_BYTES = 12
 """A lease id (with its epoch) is what a holder acts with: 96 random bits, not guessable."""
 

@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from proxyfleet.devstack.stack import Stack, StackOptions
+from proxyfleet.devstack.stack import ADMIN_NAME, CLIENT_NAME, Stack, StackOptions
 
 app = typer.Typer(add_completion=False, help="Proxyfleet's local dev stack.")
 
@@ -82,6 +82,7 @@ def banner(stack: Stack, base_dir: Path) -> str:
    target     {stack.target_url}   (local HTTPS test site, CA {ca})
    logs       {base_dir}/logs/
 
+ Tokens     admin "{ADMIN_NAME}", client "{CLIENT_NAME}" (bearer secrets below)
  Copy and paste:
    export PF={stack.api_url} ADMIN={stack.admin_token} CLIENT={stack.client_token}
    # three proxies (ready in a few seconds, after real CONNECT probes)
