@@ -34,6 +34,8 @@ ADMIN_NAME, CLIENT_NAME, OTHER_CLIENT_NAME = "tests-admin", "tests-client", "tes
 PROVIDER = "apitest"
 OTHER = "apitest2"
 KVM = "apikvm"
+CAPPED = "apicapped"
+"""A provider with max_proxies: 4."""
 
 PROVIDERS_YAML = f"""
 providers:
@@ -44,6 +46,11 @@ providers:
   - name: {OTHER}
     type: local
     zones: [east]
+    local: {{}}
+  - name: {CAPPED}
+    type: local
+    zones: [c1]
+    max_proxies: 4
     local: {{}}
   - name: {KVM}
     type: kvm

@@ -50,6 +50,8 @@ class ApiSettings:
     """How long a `blocked` report bans the lease's proxy for that target."""
     sweep_interval: float = option(1.0, env_aliases=("PROXYFLEET_SWEEP_INTERVAL",))
     """Seconds between two runs of the sweeper that ends expired leases."""
+    idempotency_ttl: float = 86_400.0
+    """Seconds a create's Idempotency-Key is remembered (a retry after that creates again)."""
 
     def check(self) -> ApiSettings:
         """These settings; ConfigError naming the setting when they cannot serve."""
@@ -71,7 +73,13 @@ class ApiSettings:
             raise ConfigError(f"--port: expected 1..65535, got {self.port}")
         if not (math.isfinite(self.cooldown) and self.cooldown >= 0):
             raise ConfigError(f"--cooldown: expected seconds >= 0, got {self.cooldown}")
-        for name in ("max_lease_ttl", "default_lease_ttl", "ban_seconds", "sweep_interval"):
+        for name in (
+            "max_lease_ttl",
+            "default_lease_ttl",
+            "ban_seconds",
+            "sweep_interval",
+            "idempotency_ttl",
+        ):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 flag = "--" + name.replace("_", "-")
