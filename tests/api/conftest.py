@@ -13,6 +13,7 @@ from nats.aio.client import Client as NatsClient
 from tests.api.helpers import (
     ADMIN,
     CLIENT,
+    OTHER_CLIENT,
     Api,
     ApiFactory,
     Recorder,
@@ -43,22 +44,24 @@ async def start_api(
         settings = api_settings(redis_url, nats_url, **overrides)
         app = create_app(settings, AppDeps(providers=providers_config(), clock=clock))
         url, stop = await serve(app)
-        admin, client, anon = (
+        admin, client, anon, other = (
             httpx.AsyncClient(base_url=url, headers=h, timeout=10)
             for h in (
                 {"Authorization": f"Bearer {ADMIN}"},
                 {"Authorization": f"Bearer {CLIENT}"},
                 {},
+                {"Authorization": f"Bearer {OTHER_CLIENT}"},
             )
         )
 
         async def close() -> None:
-            for c in (admin, client, anon):
+            for c in (admin, client, anon, other):
                 await c.aclose()
             await stop()
 
         closers.append(close)
-        return Api(url, app, clock, ProxyRegistry(redis_client, clock), admin, client, anon)
+        registry = ProxyRegistry(redis_client, clock)
+        return Api(url, app, clock, registry, admin, client, anon, other)
 
     yield start
     for close in reversed(closers):

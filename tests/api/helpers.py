@@ -28,9 +28,14 @@ from proxyfleet.devstack.servers import free_port
 
 ADMIN = "admin-token-for-tests"
 CLIENT = "client-token-for-tests"
+OTHER_CLIENT = "another-client-token-for-tests"
+"""The bearer secrets; configured as `<name>:<secret>` with the names below."""
+ADMIN_NAME, CLIENT_NAME, OTHER_CLIENT_NAME = "tests-admin", "tests-client", "tests-other"
 PROVIDER = "apitest"
 OTHER = "apitest2"
 KVM = "apikvm"
+CAPPED = "apicapped"
+"""A provider with max_proxies: 4."""
 
 PROVIDERS_YAML = f"""
 providers:
@@ -41,6 +46,11 @@ providers:
   - name: {OTHER}
     type: local
     zones: [east]
+    local: {{}}
+  - name: {CAPPED}
+    type: local
+    zones: [c1]
+    max_proxies: 4
     local: {{}}
   - name: {KVM}
     type: kvm
@@ -62,8 +72,8 @@ def providers_config() -> ProvidersConfig:
 def api_settings(redis_url: str, nats_url: str, **overrides: Any) -> ApiSettings:
     base = ApiSettings(
         common=CommonSettings(redis_url=redis_url, nats_url=nats_url),
-        admin_tokens=(ADMIN,),
-        client_tokens=(CLIENT,),
+        admin_tokens=(f"{ADMIN_NAME}:{ADMIN}",),
+        client_tokens=(f"{CLIENT_NAME}:{CLIENT}", f"{OTHER_CLIENT_NAME}:{OTHER_CLIENT}"),
         cooldown=30.0,
         max_lease_ttl=600.0,
         default_lease_ttl=60.0,
@@ -84,6 +94,8 @@ class Api:
     admin: httpx.AsyncClient
     client: httpx.AsyncClient
     anon: httpx.AsyncClient
+    other: httpx.AsyncClient
+    """A second client token (another holder)."""
 
     @property
     def services(self) -> Services:

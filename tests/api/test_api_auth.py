@@ -18,7 +18,7 @@ from tests.api.helpers import (
 )
 
 from proxyfleet.api.app import create_app
-from proxyfleet.api.auth import Scope, TokenAuth
+from proxyfleet.api.auth import Principal, Scope, TokenAuth
 from proxyfleet.api.deps import AppDeps
 from proxyfleet.common.errors import ConfigError
 
@@ -57,9 +57,12 @@ async def test_admin_scope_is_everything(api: Api) -> None:
     assert (await api.admin.post("/v1/leases", json={})).status_code == 503
 
 
+A1, A2, C1 = "a1-secret-0123456789", "a2-secret-0123456789", "c1-secret-0123456789"
+
+
 async def test_several_tokens_per_scope(start_api: ApiFactory) -> None:
-    api = await start_api(admin_tokens=("a1", "a2"), client_tokens=("c1",))
-    for token, status in (("a1", 200), ("a2", 200), ("c1", 403), (ADMIN, 401)):
+    api = await start_api(admin_tokens=(f"a1:{A1}", f"a2:{A2}"), client_tokens=(f"c1:{C1}",))
+    for token, status in ((A1, 200), (A2, 200), (C1, 403), (ADMIN, 401)):
         r = await api.anon.get("/v1/proxies", headers={"Authorization": f"Bearer {token}"})
         assert r.status_code == status, token
 
@@ -79,13 +82,16 @@ def test_no_token_and_not_insecure_refuses_to_build(redis_url: str, nats_url: st
         create_app(blank, AppDeps(providers=providers_config()))
 
 
-def test_token_scopes() -> None:
-    auth = TokenAuth(("adm",), ("cli", "adm"), insecure=False)
-    assert auth.scope_of("adm") is Scope.ADMIN
-    assert auth.scope_of("cli") is Scope.CLIENT
+def test_token_scopes_and_names() -> None:
+    auth = TokenAuth((f"ops:{A1}",), (f"crawler:{C1}",), insecure=False)
+    assert auth.principal_of(A1) == Principal("ops", Scope.ADMIN)
+    assert auth.principal_of(C1) == Principal("crawler", Scope.CLIENT)
+    assert auth.scope_of(A1) is Scope.ADMIN
     assert auth.scope_of("") is None
-    assert auth.scope_of("adm ") is None
+    assert auth.scope_of(A1 + " ") is None
+    assert auth.scope_of(f"ops:{A1}") is None  # the bearer is the secret alone
     assert auth.scope_of("é") is None
+    assert auth.names(Scope.CLIENT) == ["crawler"]
 
 
 async def test_system_routes_need_no_token(api: Api) -> None:

@@ -21,7 +21,8 @@ def test_refuses_to_start_without_a_token(tmp_path: Path) -> None:
 def test_bad_providers_config_names_file_and_key(tmp_path: Path) -> None:
     cfg = tmp_path / "providers.yaml"
     cfg.write_text("providers:\n  - name: x\n    type: local\n    zones: [a]\n    colour: red\n")
-    res = run_cli("--providers-config", str(cfg), env={"PROXYFLEET_ADMIN_TOKENS": "t"})
+    env = {"PROXYFLEET_ADMIN_TOKENS": "ops:a-secret-of-16-chars"}
+    res = run_cli("--providers-config", str(cfg), env=env)
     assert res.returncode != 0
     assert str(cfg) in res.stderr
     assert "colour" in res.stderr
@@ -39,3 +40,17 @@ def test_bad_setting_is_refused(tmp_path: Path) -> None:
     res = run_cli("--providers-config", str(cfg), "--insecure-dev", "--default-lease-ttl", "9000")
     assert res.returncode != 0
     assert "--default-lease-ttl" in res.stderr
+
+
+def test_refuses_a_short_or_unnamed_token_naming_the_flag(tmp_path: Path) -> None:
+    cfg = tmp_path / "providers.yaml"
+    cfg.write_text(PROVIDERS_YAML)
+    for args, expected in (
+        (("--admin-token", "x"), "--admin-token (value 1): expected name:secret"),
+        (("--client-token", "crawler:tiny-secret"), "at least 16 characters"),
+    ):
+        res = run_cli("--providers-config", str(cfg), *args)
+        assert res.returncode == 2, res.stderr
+        assert expected in res.stderr
+        assert "tiny-secret" not in res.stderr
+        assert "Traceback" not in res.stderr

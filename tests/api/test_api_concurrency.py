@@ -69,7 +69,11 @@ async def test_no_proxy_is_ever_leased_twice_across_two_api_processes(
         "--sweep-interval", "0.1",
         "--log-level", "warning",
     ]  # fmt: skip
-    env = {"PROXYFLEET_ADMIN_TOKENS": "adm-1,adm-2", "PROXYFLEET_CLIENT_TOKENS": "cli-1"}
+    adm1, adm2, cli1 = "adm-1-secret-for-tests", "adm-2-secret-for-tests", "cli-1-secret-for-tests"
+    env = {
+        "PROXYFLEET_ADMIN_TOKENS": f"adm1:{adm1},adm2:{adm2}",
+        "PROXYFLEET_CLIENT_TOKENS": f"cli1:{cli1}",
+    }
     await seed(redis_client)
 
     with ExitStack() as stack:
@@ -81,7 +85,7 @@ async def test_no_proxy_is_ever_leased_twice_across_two_api_processes(
             httpx.AsyncClient(
                 base_url=u, headers={"Authorization": f"Bearer {tok}"}, limits=limits, timeout=30
             )
-            for u, tok in zip(urls, ("cli-1", "adm-2"), strict=True)
+            for u, tok in zip(urls, (cli1, adm2), strict=True)
         ]
         granted: list[Granted] = []
         statuses: dict[int, int] = defaultdict(int)
@@ -103,8 +107,10 @@ async def test_no_proxy_is_ever_leased_twice_across_two_api_processes(
                 if i % 2:  # half the holders release early, through either process
                     await asyncio.sleep(rng.uniform(0, 0.05))
                     other = clients[rng.randrange(2)]
-                    rel = await other.post(
-                        f"/v1/leases/{body['lease_id']}/release", json={"epoch": body["epoch"]}
+                    rel = await other.post(  # as its holder: another token's lease is 404
+                        f"/v1/leases/{body['lease_id']}/release",
+                        json={"epoch": body["epoch"]},
+                        headers=clients[via].headers,
                     )
                     assert rel.status_code in (200, 409), rel.text  # 409: expired meanwhile
                 return

@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import msgspec
 import redis.asyncio as aioredis
-from tests.api.helpers import KVM, OTHER, PROVIDER, Api, Recorder, error_of, ready_proxy, snapshot
+from tests.api.helpers import (
+    CLIENT_NAME,
+    KVM,
+    OTHER,
+    PROVIDER,
+    Api,
+    Recorder,
+    error_of,
+    ready_proxy,
+    snapshot,
+)
 
 from proxyfleet.common.models import CreateIntent, DeleteIntent, EventData, Phase
 from proxyfleet.common.store import GrantRequest
@@ -235,7 +245,9 @@ async def test_delete_of_a_leased_proxy_needs_force(
     api: Api, events: Recorder, redis_client: aioredis.Redis
 ) -> None:
     await ready_proxy(api, "pleased")
-    lease = await api.services.backends.leases.grant(GrantRequest(ttl=60, proxy_id="pleased"))
+    lease = await api.services.backends.leases.grant(
+        GrantRequest(ttl=60, proxy_id="pleased", client=CLIENT_NAME)
+    )
     before = await snapshot(redis_client)
     r = await api.admin.delete("/v1/proxies/pleased")
     assert r.status_code == 409

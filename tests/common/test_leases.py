@@ -199,3 +199,29 @@ async def test_unleased_only_transition_refuses_a_leased_proxy(
     assert got[1] == "active"
     await leases.release(lease.id, lease.epoch)
     await registry.transition("p1", Phase.DELETING, unleased_only=True)
+
+
+async def test_a_lease_is_its_owners_in_every_script(
+    registry: ProxyRegistry, leases: LeaseStore, clock: ManualClock
+) -> None:
+    await make_ready(registry, make_proxy("p1", clock))
+    lease = await leases.grant(GrantRequest(ttl=60, client="alice"))
+    assert lease.client == "alice"
+    got = await leases.get(lease.id)
+    assert got is not None
+    assert got[0].client == "alice"
+    # another owner: "not found", checked before the state and the epoch (no hint either way)
+    for epoch in (lease.epoch, lease.epoch + 1):
+        with pytest.raises(NotFound):
+            await leases.renew(lease.id, epoch, 30, owner="bob")
+        with pytest.raises(NotFound):
+            await leases.report(lease.id, epoch, LeaseOutcome.OK, owner="bob")
+        with pytest.raises(NotFound):
+            await leases.release(lease.id, epoch, owner="bob")
+    await leases.renew(lease.id, lease.epoch, 30, owner="alice")
+    await leases.report(lease.id, lease.epoch, LeaseOutcome.OK, owner="")  # an admin
+    await leases.release(lease.id, lease.epoch, owner="alice")
+    with pytest.raises(NotFound):
+        await leases.release(lease.id, lease.epoch, owner="bob")  # ended, still hidden
+    with pytest.raises(Conflict, match="released"):
+        await leases.release(lease.id, lease.epoch, owner="alice")

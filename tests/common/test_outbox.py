@@ -105,7 +105,7 @@ async def test_every_lease_event_carries_its_provider(
     await make_ready(registry, make_proxy("p1", clock))
     await make_ready(registry, make_proxy("p2", clock))
     await redis_client.delete("pf:outbox")
-    first = await leases.grant(GrantRequest(ttl=60, holder="h", target="t.example"))
+    first = await leases.grant(GrantRequest(ttl=60, holder="h", target="t.example", client="c1"))
     await leases.renew(first.id, first.epoch, 120)
     await leases.report(first.id, first.epoch, LeaseOutcome.BLOCKED)
     await leases.release(first.id, first.epoch)
@@ -125,7 +125,11 @@ async def test_every_lease_event_carries_its_provider(
     assert [e.lease_id for e in events] == [first.id] * 4 + [second.id] * 2
     granted = events[0]
     assert granted.data == EventData(
-        epoch=first.epoch, holder="h", target="t.example", expires_at=first.expires_at
+        epoch=first.epoch,
+        holder="h",
+        target="t.example",
+        expires_at=first.expires_at,
+        client="c1",
     )
     assert events[2].data == EventData(
         epoch=first.epoch, outcome=LeaseOutcome.BLOCKED, target="t.example"

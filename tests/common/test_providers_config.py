@@ -27,6 +27,9 @@ def test_good_config_parses() -> None:
     assert local.boot_timeout == 30
     assert local.local is not None
     assert local.local.connect_ports == [443, 8443]
+    assert local.max_proxies is None
+    capped = parse_providers_config(GOOD.replace("boot_timeout: 30", "max_proxies: 50"), "p")
+    assert capped.get("local").max_proxies == 50
 
 
 @pytest.mark.parametrize(
@@ -40,6 +43,8 @@ def test_good_config_parses() -> None:
         (GOOD.replace("[21000, 21100]", "[21100, 21000]"), "low <= high"),
         (GOOD.replace("[443, 8443]", "[443, 70000]"), "connect_ports"),
         (GOOD.replace("name: local", "name: Local_1"), "providers[0].name"),
+        (GOOD.replace("boot_timeout: 30", "max_proxies: 0"), "providers[0].max_proxies"),
+        (GOOD.replace("boot_timeout: 30", "max_proxies: 2.5"), "providers[0].max_proxies"),
         ("providers: [", "not valid YAML"),
         ("providers: []", "at least one provider"),
         (GOOD + "  - name: local\n    type: local\n    zones: [a]\n    local: {}\n", "duplicate"),

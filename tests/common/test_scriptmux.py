@@ -11,9 +11,9 @@ import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
 from proxyfleet.common.errors import StoreUnavailable
-from proxyfleet.common.ids import new_lease_id
+from proxyfleet.common.ids import new_event_id, new_lease_id
 from proxyfleet.common.store import LuaScript, ScriptMux, connect_redis
-from proxyfleet.common.store.fastid import fast_id
+from proxyfleet.common.store.fastid import fast_id, fast_lease_id
 
 
 async def test_concurrent_calls_each_get_their_own_reply(redis_client: aioredis.Redis) -> None:
@@ -61,7 +61,15 @@ async def test_unreachable_redis_is_store_unavailable_with_a_retry_hint() -> Non
 
 
 def test_fast_ids_have_the_format_of_common_ids() -> None:
-    ids = [fast_id("l") for _ in range(3_000)]  # crosses the 4 KiB random pool twice
+    ids = [fast_id("e") for _ in range(3_000)]  # crosses the 4 KiB random pool twice
     assert len(set(ids)) == len(ids)
-    assert all(re.fullmatch(r"l[0-9a-f]{19}", i) for i in ids)
-    assert len(new_lease_id()) == len(ids[0])
+    assert all(re.fullmatch(r"e[0-9a-f]{19}", i) for i in ids)
+    assert len(new_event_id()) == len(ids[0])
+
+
+def test_lease_ids_carry_96_random_bits() -> None:
+    ids = [fast_lease_id() for _ in range(1_000)]  # crosses the random pool
+    assert len(set(ids)) == len(ids)
+    assert all(re.fullmatch(r"l[0-9a-f]{11}[0-9a-f]{24}", i) for i in ids)
+    assert len({i[12:] for i in ids}) == len(ids)
+    assert re.fullmatch(r"l[0-9a-f]{35}", new_lease_id())

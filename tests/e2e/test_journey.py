@@ -26,7 +26,7 @@ from tests.e2e.journey import (
 
 from proxyfleet.common.models import ProxySpec
 from proxyfleet.common.providers_config import load_providers_config
-from proxyfleet.devstack.stack import Stack
+from proxyfleet.devstack.stack import CLIENT_NAME, Stack
 from proxyfleet.provisioner_local.adapter import LocalProvider, local_options
 
 pytestmark = pytest.mark.timeout(240)
@@ -51,10 +51,14 @@ def test_journey(stack: Stack, events: list[str]) -> None:
     state_dir = _state_dir(stack)
 
     # 1. create three proxies; all ready after real CONNECT probes
-    r = admin.http.post("/v1/proxies", json={"provider": "local", "count": 3})
+    key = {"Idempotency-Key": "e2e-journey-create"}
+    r = admin.http.post("/v1/proxies", json={"provider": "local", "count": 3}, headers=key)
     assert r.status_code == 202, r.text
     ids = [p["id"] for p in r.json()["items"]]
     assert len(ids) == 3
+    # a retry (its answer lost, say) creates nothing new
+    r = admin.http.post("/v1/proxies", json={"provider": "local", "count": 3}, headers=key)
+    assert [p["id"] for p in r.json()["items"]] == ids
     wait_for(
         "3 ready proxies",
         lambda: all(ph == "ready" for ph in admin.phases(ids).values()),
@@ -66,6 +70,8 @@ def test_journey(stack: Stack, events: list[str]) -> None:
     assert r.status_code == 201, r.text
     lease = r.json()
     proxy = lease["proxy"]
+    r = admin.http.get(f"/v1/leases/{lease['lease_id']}")
+    assert r.json()["client"] == CLIENT_NAME  # the token's name, its owner
     with httpx.Client(
         proxy=proxy["url"], verify=ssl.create_default_context(cafile=stack.ca_file), timeout=10
     ) as via:

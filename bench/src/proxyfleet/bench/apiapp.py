@@ -12,7 +12,8 @@ lease routes with the least a route can do:
 
 `python -m proxyfleet.bench.apiapp --port N ...` serves it the way `proxyfleet-api`
 serves the API (one uvicorn worker, uvloop, httptools, the same GC tuning); the client
-token comes from the environment (PROXYFLEET_CLIENT_TOKENS), not the command line.
+token (`name:secret`) comes from the environment (PROXYFLEET_CLIENT_TOKENS), not the command
+line.
 """
 
 from __future__ import annotations

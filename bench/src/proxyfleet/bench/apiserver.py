@@ -87,7 +87,7 @@ async def start_api(env: BenchEnv, *, cooldown: float) -> ApiProcess:
     folder.mkdir(parents=True, exist_ok=True)
     config = folder / "providers.yaml"
     config.write_text(providers_yaml(folder / "local"))
-    token = "bench-" + secrets.token_urlsafe(18)
+    token = "bench-" + secrets.token_urlsafe(18)  # the bearer; configured as bench:<token>
     port = free_port()
     clean = {k: v for k, v in os.environ.items() if not k.startswith("PROXYFLEET_")}
     args = [
@@ -104,7 +104,7 @@ async def start_api(env: BenchEnv, *, cooldown: float) -> ApiProcess:
     with open(log, "ab") as out:  # noqa: ASYNC230  (before the load: nothing to block)
         proc = subprocess.Popen(  # noqa: ASYNC220  (a long-lived server, not awaited)
             args,
-            env={**clean, "PROXYFLEET_CLIENT_TOKENS": token},
+            env={**clean, "PROXYFLEET_CLIENT_TOKENS": f"bench:{token}"},
             stdout=out,
             stderr=subprocess.STDOUT,
             start_new_session=True,

@@ -19,7 +19,8 @@ from proxyfleet.common.clock import SystemClock
 from proxyfleet.common.errors import Conflict, NotFound
 from proxyfleet.common.models import Phase, Proxy
 from proxyfleet.common.store import LeaseStore
-from proxyfleet.common.store.codec import encode_value, proxy_to_hash
+from proxyfleet.common.store.codec import encode_value
+from proxyfleet.common.store.creates import create_args
 from proxyfleet.common.store.fastid import fast_id
 from proxyfleet.common.store.leases import LeasePolicy
 from proxyfleet.common.store.scripts import Scripts
@@ -66,8 +67,8 @@ async def seed_ready(
             for i in range(first, min(first + PIPELINE, start + count)):
                 # Stored as provisioning: a pending proxy would queue a create intent.
                 proxy = replace(bench_proxy(i, now, provider, zone), phase=Phase.PROVISIONING)
-                flat = [x for kv in proxy_to_hash(proxy).items() for x in kv]
-                await scripts.queue(pipe, "create", proxy.id, fast_id("e"), repr(now), *flat)
+                args = create_args([proxy], None, None)
+                await scripts.queue(pipe, "create", fast_id("e"), repr(now), *args)
                 # ARGV of transition.lua: id, expected gen (-1 any), allowed from ('' any),
                 # to, now, deleted ttl, unleased only, event id, delete reason, then
                 # field/value pairs.

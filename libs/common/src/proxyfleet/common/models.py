@@ -69,6 +69,9 @@ class Lease(msgspec.Struct, kw_only=True):
     target: str
     granted_at: float
     expires_at: float
+    client: str = ""
+    """The name of the token that granted it: its owner ("" for leases from before owners
+    were recorded)."""
 
 
 # ---- intents (api/health/gc -> provisioner) -------------------------------------------
@@ -119,7 +122,8 @@ class EventData(msgspec.Struct, kw_only=True, omit_defaults=True):
     """What an event says besides its envelope; only the fields of its kind are present.
 
     proxy.*: `from` (previous phase, "" for pending), `gen`, `reason` (failed, unhealthy).
-    lease.*: `epoch`; granted: `holder`, `target`, `expires_at`; renewed: `expires_at`;
+    lease.*: `epoch`; granted: `holder`, `target`, `expires_at`, `client` (the granting
+    token's name, never its secret); renewed: `expires_at`;
     reported: `outcome`, `target`; revoked: `reason`.
     """
 
@@ -131,6 +135,7 @@ class EventData(msgspec.Struct, kw_only=True, omit_defaults=True):
     target: str | None = None
     expires_at: float | None = None
     outcome: LeaseOutcome | None = None
+    client: str | None = None
 
 
 class Event(msgspec.Struct, kw_only=True):

@@ -116,6 +116,9 @@ class ProviderConfig(_Strict):
     """Zones this instance serves; a proxy's zone must be one of them."""
     boot_timeout: Seconds = 120.0
     """A proxy not ready this long after provisioning fails."""
+    max_proxies: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Most proxies this instance may have (failed and deleted ones do not count); a
+    create past it is refused (409). None: no limit."""
     local: LocalSettings | None = None
     kvm: KvmSettings | None = None
 

@@ -11,7 +11,7 @@ from litestar import Litestar, Router
 from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, SecurityScheme
 
-from proxyfleet.api.auth import TokenAuth
+from proxyfleet.api.auth import Scope, TokenAuth
 from proxyfleet.api.container import DEPENDENCIES, build_services
 from proxyfleet.api.deps import AppDeps
 from proxyfleet.api.errors import EXCEPTION_HANDLERS
@@ -54,6 +54,13 @@ def create_app(settings: ApiSettings, deps: AppDeps) -> Litestar:
     async def lifespan(app: Litestar) -> AsyncIterator[None]:
         if settings.insecure_dev:
             log.warning("api.insecure_dev", message="no authentication: every caller is admin")
+        else:
+            # names only: a token's secret never reaches a log line
+            log.info(
+                "api.tokens_configured",
+                admin=auth.names(Scope.ADMIN),
+                client=auth.names(Scope.CLIENT),
+            )
         async with deps.connect(settings, deps.clock) as backends:
             services = build_services(settings, deps, backends)
             app.state.services = services

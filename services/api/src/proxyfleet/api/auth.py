@@ -2,12 +2,13 @@
 
 admin: everything. client: leases and GET /v1/providers. A route states the scope it
 needs in its `opt["scope"]`; a route under /v1 that states none needs admin (fail closed).
-Tokens are compared in constant time against every configured token.
+Tokens are compared in constant time against every configured token. The guard puts the
+caller (`tokens.Principal`: the token's name and scope) in the ASGI scope as `user`, read
+by the handlers as `request.user`.
 """
 
 from __future__ import annotations
 
-import enum
 import hmac
 from typing import Any
 
@@ -16,12 +17,9 @@ from litestar.exceptions import NotAuthorizedException, PermissionDeniedExceptio
 from litestar.handlers.base import BaseRouteHandler
 
 from proxyfleet.api.settings import ApiSettings
+from proxyfleet.api.tokens import INSECURE_NAME, Principal, Scope, parse_tokens
 
-
-class Scope(enum.StrEnum):
-    ADMIN = "admin"
-    CLIENT = "client"
-
+__all__ = ["Principal", "Scope", "TokenAuth"]
 
 _GRANTS: dict[Scope, frozenset[Scope]] = {
     Scope.ADMIN: frozenset({Scope.ADMIN, Scope.CLIENT}),
@@ -33,24 +31,34 @@ class TokenAuth:
     def __init__(
         self, admin_tokens: tuple[str, ...], client_tokens: tuple[str, ...], *, insecure: bool
     ) -> None:
-        self._tokens = [(t.encode(), Scope.ADMIN) for t in admin_tokens] + [
-            (t.encode(), Scope.CLIENT) for t in client_tokens
+        """Tokens as configured (`name:secret`); ConfigError when one is not."""
+        self._tokens = [
+            (t.secret.encode(), Principal(t.name, t.scope))
+            for t in parse_tokens(admin_tokens, client_tokens)
         ]
         self.insecure = insecure
+        self._insecure = Principal(INSECURE_NAME, Scope.ADMIN)
 
     @classmethod
     def from_settings(cls, settings: ApiSettings) -> TokenAuth:
         return cls(settings.admin_tokens, settings.client_tokens, insecure=settings.insecure_dev)
 
-    def scope_of(self, token: str) -> Scope | None:
-        """The scope of a token (admin wins when one is configured as both); None when
-        unknown. Every configured token is compared, so timing tells nothing."""
+    def names(self, scope: Scope) -> list[str]:
+        return [p.name for _, p in self._tokens if p.scope is scope]
+
+    def principal_of(self, token: str) -> Principal | None:
+        """The caller a bearer secret identifies; None when unknown. Every configured
+        token is compared (secrets are unique), so timing tells nothing."""
         given = token.encode()
-        found: Scope | None = None
-        for candidate, scope in self._tokens:
+        found: Principal | None = None
+        for candidate, principal in self._tokens:
             if hmac.compare_digest(candidate, given) and found is None:
-                found = scope
+                found = principal
         return found
+
+    def scope_of(self, token: str) -> Scope | None:
+        principal = self.principal_of(token)
+        return None if principal is None else principal.scope
 
     async def guard(
         self, connection: ASGIConnection[Any, Any, Any, Any], handler: BaseRouteHandler
@@ -59,17 +67,20 @@ class TokenAuth:
         A coroutine on purpose: Litestar runs a sync guard in a worker thread, a thread hop
         on every request."""
         if self.insecure:
+            connection.scope["user"] = self._insecure
             return
         header = connection.headers.get("authorization", "")
         scheme, _, token = header.partition(" ")
         token = token.strip()
         if scheme.lower() != "bearer" or not token:
             raise NotAuthorizedException("missing bearer token: send Authorization: Bearer <token>")
-        scope = self.scope_of(token)
-        if scope is None:
+        principal = self.principal_of(token)
+        if principal is None:
             raise NotAuthorizedException("unknown token")
+        scope = principal.scope
         needed = Scope(handler.opt.get("scope", Scope.ADMIN))
         if needed not in _GRANTS[scope]:
             raise PermissionDeniedException(
                 f"this endpoint needs the {needed} scope; the token has the {scope} scope"
             )
+        connection.scope["user"] = principal

@@ -29,7 +29,9 @@ def build_services(settings: ApiSettings, deps: AppDeps, backends: Backends) -> 
     messages = Messages(backends.publisher)
     return Services(
         backends=backends,
-        proxies=ProxyService(backends.registry, messages, catalog, deps.clock),
+        proxies=ProxyService(
+            backends.registry, messages, catalog, deps.clock, settings.idempotency_ttl
+        ),
         leases=LeaseService(
             backends.leases, backends.registry, catalog, settings.default_lease_ttl
         ),

@@ -5,11 +5,12 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from proxyfleet.api.tokens import parse_tokens
 from proxyfleet.common.errors import ConfigError
 from proxyfleet.common.settings import CommonSettings, option
 
 REFUSAL_WITHOUT_AUTH = (
-    "no API token configured: pass --admin-token/--client-token "
+    "no API token configured: pass --admin-token/--client-token name:secret "
     "(env PROXYFLEET_API_ADMIN_TOKENS/PROXYFLEET_API_CLIENT_TOKENS, comma-separated), "
     "or --insecure-dev to run without authentication on a development machine"
 )
@@ -28,12 +29,14 @@ class ApiSettings:
     admin_tokens: tuple[str, ...] = option(
         (), flag="--admin-token", env_aliases=("PROXYFLEET_ADMIN_TOKENS",), repr=False
     )
-    """Bearer tokens with the admin scope: everything. Repeatable; a value (and the env
-    var) may be a comma-separated list."""
+    """Tokens with the admin scope (everything), each `name:secret`: the name (letters,
+    digits, `.`, `_`, `-`) shows in logs and lease records, the secret (16+ characters) is
+    the bearer token. Repeatable; a value (and the env var) may be a comma-separated list."""
     client_tokens: tuple[str, ...] = option(
         (), flag="--client-token", env_aliases=("PROXYFLEET_CLIENT_TOKENS",), repr=False
     )
-    """Bearer tokens with the client scope: leases and GET /v1/providers. Repeatable, or
+    """Tokens with the client scope (leases and GET /v1/providers), each `name:secret` like
+    the admin tokens; a client sees only the leases it granted. Repeatable, or
     comma-separated."""
     insecure_dev: bool = option(False, env_aliases=("PROXYFLEET_INSECURE_DEV",))
     """Serve without authentication (every caller is admin). Development only."""
@@ -47,6 +50,8 @@ class ApiSettings:
     """How long a `blocked` report bans the lease's proxy for that target."""
     sweep_interval: float = option(1.0, env_aliases=("PROXYFLEET_SWEEP_INTERVAL",))
     """Seconds between two runs of the sweeper that ends expired leases."""
+    idempotency_ttl: float = 86_400.0
+    """Seconds a create's Idempotency-Key is remembered (a retry after that creates again)."""
 
     def check(self) -> ApiSettings:
         """These settings; ConfigError naming the setting when they cannot serve."""
@@ -54,6 +59,7 @@ class ApiSettings:
             raise ConfigError(REFUSAL_WITHOUT_AUTH)
         if any(not t.strip() for t in (*self.admin_tokens, *self.client_tokens)):
             raise ConfigError("an API token is empty or blank")
+        parse_tokens(self.admin_tokens, self.client_tokens)
         level = self.common.log_level
         if level.lower() not in LOG_LEVELS:
             raise ConfigError(
@@ -67,7 +73,13 @@ class ApiSettings:
             raise ConfigError(f"--port: expected 1..65535, got {self.port}")
         if not (math.isfinite(self.cooldown) and self.cooldown >= 0):
             raise ConfigError(f"--cooldown: expected seconds >= 0, got {self.cooldown}")
-        for name in ("max_lease_ttl", "default_lease_ttl", "ban_seconds", "sweep_interval"):
+        for name in (
+            "max_lease_ttl",
+            "default_lease_ttl",
+            "ban_seconds",
+            "sweep_interval",
+            "idempotency_ttl",
+        ):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):
                 flag = "--" + name.replace("_", "-")

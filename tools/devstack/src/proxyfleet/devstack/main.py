@@ -12,7 +12,7 @@ from typing import Annotated
 
 import typer
 
-from proxyfleet.devstack.stack import Stack, StackOptions
+from proxyfleet.devstack.stack import ADMIN_NAME, CLIENT_NAME, Stack, StackOptions
 
 app = typer.Typer(add_completion=False, help="Proxyfleet's local dev stack.")
 
@@ -81,6 +81,7 @@ def banner(stack: Stack, base_dir: Path) -> str:
    Redis      {stack.redis_url}
    target     {stack.target_url}   (local HTTPS test site, CA {ca})
    logs       {base_dir}/logs/
+   tokens     admin {ADMIN_NAME}, client {CLIENT_NAME} (secrets: ADMIN, CLIENT below)
 
  Copy and paste:
    export PF={stack.api_url} ADMIN={stack.admin_token} CLIENT={stack.client_token}

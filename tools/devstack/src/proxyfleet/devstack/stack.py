@@ -63,6 +63,11 @@ class StackOptions:
     """More services to start, name -> command line (another provider's provisioner)."""
 
 
+ADMIN_NAME = "dev-admin"
+CLIENT_NAME = "dev-client"
+"""The names of the dev stack's tokens (in logs and lease records)."""
+
+
 @dataclass
 class Stack:
     opts: StackOptions
@@ -146,11 +151,11 @@ class Stack:
         self.providers_config = str(path)
 
     def _load_tokens(self, base: Path) -> None:
-        """Dev tokens persist in base/tokens.json so a restart keeps them."""
+        """Dev tokens persist in base/tokens.json so a restart keeps them; the API is
+        configured with them as `dev-admin:<secret>` and `dev-client:<secret>`."""
         path = base / "tokens.json"
-        if path.exists():
-            data = json.loads(path.read_text())
-        else:
+        data = json.loads(path.read_text()) if path.exists() else {}
+        if set(data) != {"admin", "client"} or any(len(v) < 16 for v in data.values()):
             data = {
                 "admin": "adm-" + secrets.token_urlsafe(18),
                 "client": "cli-" + secrets.token_urlsafe(18),
@@ -215,8 +220,8 @@ class Stack:
             PROXYFLEET_INSTALLATION_ID=self.opts.installation_id,
             PROXYFLEET_LOG_FORMAT="console",
             PROXYFLEET_LOG_LEVEL=self.opts.log_level,
-            PROXYFLEET_API_ADMIN_TOKENS=self.admin_token,
-            PROXYFLEET_API_CLIENT_TOKENS=self.client_token,
+            PROXYFLEET_API_ADMIN_TOKENS=f"{ADMIN_NAME}:{self.admin_token}",
+            PROXYFLEET_API_CLIENT_TOKENS=f"{CLIENT_NAME}:{self.client_token}",
             PYTHONUNBUFFERED="1",
         )
         return env

@@ -1,5 +1,6 @@
 """Redis-backed system of record: the proxy registry and the lease store (atomic Lua)."""
 
+from proxyfleet.common.store.creates import Created, Idempotency
 from proxyfleet.common.store.leases import GrantRequest, LeaseStore
 from proxyfleet.common.store.mux import LuaScript, ScriptMux
 from proxyfleet.common.store.outbox import Outbox, OutboxEntry
@@ -7,7 +8,9 @@ from proxyfleet.common.store.registry import ProxyRegistry, TransitionResult
 from proxyfleet.common.store.scripts import connect_redis
 
 __all__ = [
+    "Created",
     "GrantRequest",
+    "Idempotency",
     "LeaseStore",
     "LuaScript",
     "Outbox",

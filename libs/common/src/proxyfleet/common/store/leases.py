@@ -14,7 +14,7 @@ from proxyfleet.common.clock import Clock
 from proxyfleet.common.errors import Conflict, NotFound, Unavailable
 from proxyfleet.common.models import Lease, LeaseOutcome
 from proxyfleet.common.store.codec import lease_from_hash
-from proxyfleet.common.store.fastid import fast_id
+from proxyfleet.common.store.fastid import fast_id, fast_lease_id
 from proxyfleet.common.store.mux import ScriptMux
 from proxyfleet.common.store.outage import translates_outages
 from proxyfleet.common.store.scripts import Scripts
@@ -31,6 +31,8 @@ class GrantRequest:
     provider: str = ""
     zone: str = ""
     labels: dict[str, str] = field(default_factory=dict)
+    client: str = ""
+    """The granting token's name: the lease's owner (renew/report/release check it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +106,7 @@ class LeaseStore:
         self, req: GrantRequest, lease_id: str | None = None
     ) -> tuple[Lease, GrantedProxy]:
         """grant(), with the granted proxy as the same script read it (one round trip)."""
-        lease_id = lease_id or fast_id("l")  # the format of ids.new_lease_id
+        lease_id = lease_id or fast_lease_id()
         now = self._clock.now()
         ttl = min(req.ttl, self.policy.max_ttl)
         res = await self._scripts.call(
@@ -121,6 +123,7 @@ class LeaseStore:
             self.policy.scan_limit,
             repr(self.policy.retry_after),
             fast_id("e"),
+            req.client,
         )
         code = int(res[0])
         if code == 1:
@@ -130,6 +133,7 @@ class LeaseStore:
                 epoch=int(res[2]),
                 holder=req.holder,
                 target=req.target,
+                client=req.client,
                 granted_at=now,
                 expires_at=float(res[3]),
             )
@@ -152,23 +156,27 @@ class LeaseStore:
             return None
         return lease_from_hash(data), data.get("state", "active")
 
-    async def renew(self, lease_id: str, epoch: int, ttl: float) -> Renewed:
+    # `owner` on renew/report/release: the caller's token name, checked against the
+    # lease's owner in the script (another's lease is NotFound); "" acts on any (admin).
+    async def renew(self, lease_id: str, epoch: int, ttl: float, owner: str = "") -> Renewed:
         ttl = min(ttl, self.policy.max_ttl)
         res = await self._scripts.call(
-            "renew", lease_id, epoch, repr(self._clock.now()), repr(ttl), fast_id("e")
+            "renew", lease_id, epoch, repr(self._clock.now()), repr(ttl), fast_id("e"), owner
         )
         self._check(res, lease_id)
         return Renewed(lease_id, str(res[2]), float(res[1]))
 
-    async def release(self, lease_id: str, epoch: int) -> Released:
+    async def release(self, lease_id: str, epoch: int, owner: str = "") -> Released:
         now = repr(self._clock.now())
         cooldown = repr(self.policy.cooldown)
-        res = await self._scripts.call("release", lease_id, epoch, now, cooldown, fast_id("e"))
+        res = await self._scripts.call(
+            "release", lease_id, epoch, now, cooldown, fast_id("e"), owner
+        )
         self._check(res, lease_id)
         return Released(lease_id, str(res[1]))
 
     async def report(
-        self, lease_id: str, epoch: int, outcome: LeaseOutcome, target: str = ""
+        self, lease_id: str, epoch: int, outcome: LeaseOutcome, target: str = "", owner: str = ""
     ) -> tuple[str, str]:
         """Record an outcome; returns (proxy id, target it applied to)."""
         res = await self._scripts.call(
@@ -180,6 +188,7 @@ class LeaseStore:
             target,
             repr(self.policy.ban_seconds),
             fast_id("e"),
+            owner,
         )
         self._check(res, lease_id)
         return str(res[1]), str(res[2])

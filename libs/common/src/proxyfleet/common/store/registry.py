@@ -17,7 +17,12 @@ from proxyfleet.common.store.codec import (
     encode_value,
     pairs_to_dict,
     proxy_from_hash,
-    proxy_to_hash,
+)
+from proxyfleet.common.store.creates import (
+    Created,
+    Idempotency,
+    create_args,
+    decode_created,
 )
 from proxyfleet.common.store.fastid import fast_id
 from proxyfleet.common.store.mux import ScriptMux
@@ -63,11 +68,24 @@ class ProxyRegistry:
     async def create(self, proxy: Proxy) -> bool:
         """Store a new proxy; False when the id exists already. A pending proxy's
         `proxy.pending` event and create intent go to the outbox in the same script."""
-        flat: list[str] = []
-        for k, v in proxy_to_hash(proxy).items():
-            flat += [k, v]
-        now = repr(self._clock.now())
-        return bool(await self._scripts.call("create", proxy.id, fast_id("e"), now, *flat))
+        return bool((await self.create_many([proxy])).ids)
+
+    async def create_many(
+        self,
+        proxies: Sequence[Proxy],
+        *,
+        max_proxies: int | None = None,
+        idempotency: Idempotency | None = None,
+    ) -> Created:
+        """Store new proxies of one provider in one script (ids that exist are skipped).
+
+        Raises Conflict, and stores nothing, when the provider would have more than
+        `max_proxies` (failed and deleted proxies do not count) or the idempotency key was
+        used with another body; a key seen before with this body stores nothing and
+        returns what that create made. All checked atomically with the writes."""
+        args = create_args(proxies, max_proxies, idempotency)
+        res = await self._scripts.call("create", fast_id("e"), repr(self._clock.now()), *args)
+        return decode_created(proxies, res)
 
     async def get(self, proxy_id: str) -> Proxy | None:
         data = cast(dict[str, str], await self._redis.hgetall(self._key("proxy", proxy_id)))

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from litestar import Controller, delete, get, post
+from litestar import Controller, Request, delete, get, post
 from litestar.di import NamedDependency
 from litestar.params import Parameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
-from proxyfleet.api.auth import Scope
+from proxyfleet.api.auth import Principal, Scope
 from proxyfleet.api.errors import error_responses
 from proxyfleet.api.fields import JSONInput, strict
 from proxyfleet.api.leases.schemas import (
@@ -28,6 +28,8 @@ from proxyfleet.api.leases.service import LeaseService
 from proxyfleet.common.store import GrantRequest
 
 LeaseIdParam = Annotated[str, Parameter(max_length=64, description="The lease id.")]
+Caller = Request[Principal, Any, Any]
+"""The request, for its `user`: the caller the auth guard identified."""
 _ENDED = error_responses(400, 401, 403, 404, 409)
 
 
@@ -40,7 +42,10 @@ class LeaseController(Controller):
         "/", status_code=HTTP_201_CREATED, responses=error_responses(400, 401, 403, 404, 409, 503)
     )
     async def grant_lease(
-        self, data: JSONInput[GrantLease], lease_service: NamedDependency[LeaseService]
+        self,
+        data: JSONInput[GrantLease],
+        lease_service: NamedDependency[LeaseService],
+        request: Caller,
     ) -> GrantedLease:
         """Lease a ready proxy: least recently used first among those matching the selector,
         not leased, not cooling down and not banned for the target. 503 + Retry-After when
@@ -55,6 +60,7 @@ class LeaseController(Controller):
                 provider=body.provider or "",
                 zone=body.zone or "",
                 labels=dict(body.labels),
+                client=request.user.name,
             )
         )
         lease, proxy = grant.lease, grant.proxy
@@ -77,10 +83,11 @@ class LeaseController(Controller):
 
     @get("/{lease_id:str}", responses=error_responses(401, 403, 404))
     async def get_lease(
-        self, lease_id: LeaseIdParam, lease_service: NamedDependency[LeaseService]
+        self, lease_id: LeaseIdParam, lease_service: NamedDependency[LeaseService], request: Caller
     ) -> LeaseOut:
-        """A lease and its state: active, released, expired or revoked."""
-        lease, state = await lease_service.get(lease_id)
+        """A lease and its state: active, released, expired or revoked. 404 for another
+        client's lease (an admin token sees every lease)."""
+        lease, state = await lease_service.get(lease_id, request.user)
         return LeaseOut(
             lease_id=lease.id,
             proxy_id=lease.proxy_id,
@@ -88,6 +95,7 @@ class LeaseController(Controller):
             state=state,
             holder=lease.holder,
             target=lease.target,
+            client=lease.client,
             granted_at=lease.granted_at,
             expires_at=lease.expires_at,
         )
@@ -98,10 +106,12 @@ class LeaseController(Controller):
         lease_id: LeaseIdParam,
         data: JSONInput[RenewLease],
         lease_service: NamedDependency[LeaseService],
+        request: Caller,
     ) -> RenewedLease:
-        """Extend an active lease to now + ttl. 409 for a stale epoch or an ended lease."""
+        """Extend an active lease to now + ttl. 409 for a stale epoch or an ended lease;
+        404 for another client's lease."""
         body = strict(data, RenewLease)
-        renewed = await lease_service.renew(lease_id, body.epoch, body.ttl)
+        renewed = await lease_service.renew(lease_id, body.epoch, body.ttl, request.user)
         return RenewedLease(
             lease_id=lease_id,
             proxy_id=renewed.proxy_id,
@@ -115,11 +125,13 @@ class LeaseController(Controller):
         lease_id: LeaseIdParam,
         data: JSONInput[ReportLease],
         lease_service: NamedDependency[LeaseService],
+        request: Caller,
     ) -> ReportedLease:
-        """Record how the proxy did. 409 for a stale epoch or an ended lease."""
+        """Record how the proxy did. 409 for a stale epoch or an ended lease; 404 for
+        another client's lease."""
         body = strict(data, ReportLease)
         proxy_id, target = await lease_service.report(
-            lease_id, body.epoch, body.outcome, body.target.lower()
+            lease_id, body.epoch, body.outcome, body.target.lower(), request.user
         )
         return ReportedLease(
             lease_id=lease_id, proxy_id=proxy_id, outcome=body.outcome, target=target
@@ -131,10 +143,12 @@ class LeaseController(Controller):
         lease_id: LeaseIdParam,
         data: JSONInput[ReleaseLease],
         lease_service: NamedDependency[LeaseService],
+        request: Caller,
     ) -> ReleasedLease:
-        """End the lease; the proxy cools down before its next grant."""
+        """End the lease; the proxy cools down before its next grant. 404 for another
+        client's lease."""
         body = strict(data, ReleaseLease)
-        released = await lease_service.release(lease_id, body.epoch)
+        released = await lease_service.release(lease_id, body.epoch, request.user)
         return ReleasedLease(lease_id=lease_id, proxy_id=released.proxy_id)
 
     @delete("/{lease_id:str}", status_code=HTTP_200_OK, responses=_ENDED)
@@ -142,8 +156,9 @@ class LeaseController(Controller):
         self,
         lease_id: LeaseIdParam,
         lease_service: NamedDependency[LeaseService],
+        request: Caller,
         epoch: Annotated[int, Parameter(ge=1, le=2**53, description="The lease's epoch.")],
     ) -> ReleasedLease:
         """Same as POST /v1/leases/{lease_id}/release, with the epoch in the query."""
-        released = await lease_service.release(lease_id, epoch)
+        released = await lease_service.release(lease_id, epoch, request.user)
         return ReleasedLease(lease_id=lease_id, proxy_id=released.proxy_id)

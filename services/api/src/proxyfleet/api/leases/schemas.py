@@ -60,6 +60,8 @@ class LeaseOut(msgspec.Struct, kw_only=True):
     """active, released, expired or revoked."""
     holder: str
     target: str
+    client: str
+    """The name of the token that granted the lease (its owner)."""
     granted_at: float
     expires_at: float
 

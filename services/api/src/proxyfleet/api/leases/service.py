@@ -1,5 +1,8 @@
 """Lease operations: each is one atomic store script, which also puts its `lease.*` event in
-the outbox (published by the relay); then its metric."""
+the outbox (published by the relay); then its metric.
+
+A lease belongs to the client that granted it: another client gets NotFound for it (the
+script checks the owner, so it costs no extra round trip); an admin may act on any lease."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from proxyfleet.api.metrics import (
     LEASES_RELEASED,
 )
 from proxyfleet.api.providers.service import ProviderCatalog
+from proxyfleet.api.tokens import Principal
 from proxyfleet.common.errors import Conflict, NotFound, Unavailable
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.models import Lease, LeaseOutcome
@@ -44,7 +48,8 @@ class LeaseService:
         self._default_ttl = default_ttl
 
     async def grant(self, req: GrantRequest) -> Grant:
-        """Raises Unavailable (503), Conflict (409) or NotFound (404 for a named proxy)."""
+        """Raises Unavailable (503), Conflict (409) or NotFound (404 for a named proxy).
+        `req.client` (the caller's name) becomes the lease's owner."""
         self._catalog.check_selector(req.provider or None, req.zone or None)
         try:
             lease, proxy = await self._store.grant_with_proxy(req)
@@ -57,32 +62,53 @@ class LeaseService:
         LEASES_GRANTED.inc()
         # debug, not info: one line per grant and release is the API's busiest output, and
         # the lease.* events on NATS already record each of them (docs/performance.md)
-        log.debug("api.lease_granted", lease_id=lease.id, proxy_id=proxy.id, epoch=lease.epoch)
+        log.debug(
+            "api.lease_granted",
+            lease_id=lease.id,
+            proxy_id=proxy.id,
+            epoch=lease.epoch,
+            client=req.client,
+        )
         return Grant(lease, proxy)
 
     def ttl(self, ttl: float | None) -> float:
         return self._default_ttl if ttl is None else ttl
 
-    async def get(self, lease_id: str) -> tuple[Lease, str]:
+    async def get(self, lease_id: str, caller: Principal) -> tuple[Lease, str]:
         found = await self._store.get(lease_id)
-        if found is None:
+        if found is None or (caller.lease_owner and found[0].client != caller.lease_owner):
             raise NotFound(f"lease {lease_id} not found")
         return found
 
-    async def renew(self, lease_id: str, epoch: int, ttl: float | None) -> Renewed:
-        return await self._store.renew(lease_id, epoch, self.ttl(ttl))
+    async def renew(
+        self, lease_id: str, epoch: int, ttl: float | None, caller: Principal
+    ) -> Renewed:
+        return await self._store.renew(lease_id, epoch, self.ttl(ttl), caller.lease_owner)
 
     async def report(
-        self, lease_id: str, epoch: int, outcome: LeaseOutcome, target: str
+        self, lease_id: str, epoch: int, outcome: LeaseOutcome, target: str, caller: Principal
     ) -> tuple[str, str]:
-        proxy_id, applied_to = await self._store.report(lease_id, epoch, outcome, target)
-        log.info("api.lease_reported", lease_id=lease_id, proxy_id=proxy_id, outcome=outcome.value)
+        proxy_id, applied_to = await self._store.report(
+            lease_id, epoch, outcome, target, caller.lease_owner
+        )
+        log.info(
+            "api.lease_reported",
+            lease_id=lease_id,
+            proxy_id=proxy_id,
+            outcome=outcome.value,
+            client=caller.name,
+        )
         return proxy_id, applied_to
 
-    async def release(self, lease_id: str, epoch: int) -> Released:
-        released = await self._store.release(lease_id, epoch)
+    async def release(self, lease_id: str, epoch: int, caller: Principal) -> Released:
+        released = await self._store.release(lease_id, epoch, caller.lease_owner)
         LEASES_RELEASED.inc()
-        log.debug("api.lease_released", lease_id=lease_id, proxy_id=released.proxy_id)
+        log.debug(
+            "api.lease_released",
+            lease_id=lease_id,
+            proxy_id=released.proxy_id,
+            client=caller.name,
+        )
         return released
 
     async def sweep(self) -> int:

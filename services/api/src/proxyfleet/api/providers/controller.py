@@ -29,6 +29,7 @@ class ProviderController(Controller):
                     type=p.type,
                     zones=list(p.zones),
                     counts={phase.value: n for phase, n in counts[p.name].items()},
+                    max_proxies=p.max_proxies,
                 )
                 for p in provider_service.catalog.config.providers
             ]

@@ -11,6 +11,8 @@ class ProviderOut(msgspec.Struct, kw_only=True):
     zones: list[str]
     counts: dict[str, int]
     """Proxies of this provider by phase."""
+    max_proxies: int | None = None
+    """Most proxies it may have (failed and deleted ones do not count); null: no limit."""
 
 
 class ProviderList(msgspec.Struct, kw_only=True):

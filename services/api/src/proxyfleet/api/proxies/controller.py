@@ -2,21 +2,36 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from litestar import Controller, delete, get, post
+from litestar import Controller, Request, delete, get, post
 from litestar.di import NamedDependency
-from litestar.params import FromQuery, Parameter
+from litestar.params import FromQuery, HeaderParameter, Parameter
 from litestar.status_codes import HTTP_202_ACCEPTED
 
-from proxyfleet.api.auth import Scope
+from proxyfleet.api.auth import Principal, Scope
 from proxyfleet.api.errors import error_responses
 from proxyfleet.api.fields import JSONInput, parse_label_filters, strict
+from proxyfleet.api.proxies.idempotency import MAX_KEY_CHARS
 from proxyfleet.api.proxies.schemas import CreateProxies, ProxyBatch, ProxyOut, ProxyPage
 from proxyfleet.api.proxies.service import ProxyService
 from proxyfleet.common.models import Phase
 
 ProxyIdParam = Annotated[str, Parameter(max_length=64, description="The proxy id.")]
+IdempotencyKey = Annotated[
+    str | None,
+    HeaderParameter(
+        name="Idempotency-Key",
+        max_length=MAX_KEY_CHARS,
+        description=(
+            "Makes a retried create safe: a create with a key seen in the last 24 hours "
+            "(--idempotency-ttl) and the same body stores nothing and answers with the "
+            "proxies that create made; the same key with another body is a 409 "
+            "(idempotency_key_reused). 1-255 visible ASCII characters, e.g. a UUID; keys "
+            "are per token."
+        ),
+    ),
+]
 
 
 class ProxyController(Controller):
@@ -24,14 +39,26 @@ class ProxyController(Controller):
     tags = ["proxies"]
     opt = {"scope": Scope.ADMIN}
 
-    @post("/", status_code=HTTP_202_ACCEPTED, responses=error_responses(400, 401, 403))
+    @post("/", status_code=HTTP_202_ACCEPTED, responses=error_responses(400, 401, 403, 409))
     async def create_proxies(
-        self, data: JSONInput[CreateProxies], proxy_service: NamedDependency[ProxyService]
+        self,
+        data: JSONInput[CreateProxies],
+        proxy_service: NamedDependency[ProxyService],
+        request: Request[Principal, Any, Any],
+        idempotency_key: IdempotencyKey = None,
     ) -> ProxyBatch:
-        """Create `count` proxies: stored as pending, then provisioned asynchronously."""
+        """Create `count` proxies: stored as pending, then provisioned asynchronously.
+        409 `max_proxies` when the provider would have more than its `max_proxies`
+        (nothing is created); see `Idempotency-Key` for safe retries."""
         body = strict(data, CreateProxies)
         proxies = await proxy_service.create(
-            body.provider, body.zone, body.count, body.labels, body.placement
+            body.provider,
+            body.zone,
+            body.count,
+            body.labels,
+            body.placement,
+            idempotency_key=idempotency_key,
+            caller=request.user.name,
         )
         return ProxyBatch(items=[ProxyOut.of(p) for p in proxies])
 

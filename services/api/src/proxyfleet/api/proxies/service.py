@@ -3,26 +3,23 @@ the intent (create, delete) in the outbox; the relay publishes them."""
 
 from __future__ import annotations
 
-import asyncio
 import secrets
-from collections.abc import Awaitable, Sequence
 from typing import TypeVar
 
 from proxyfleet.api.events import Messages
 from proxyfleet.api.metrics import LEASES_REVOKED
 from proxyfleet.api.providers.service import ProviderCatalog
+from proxyfleet.api.proxies.idempotency import check_key, fingerprint, scoped_key
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.errors import Conflict, NotFound
 from proxyfleet.common.ids import new_proxy_id
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.models import Phase, Proxy
-from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.store import Idempotency, ProxyRegistry
 
 log = get_logger(__name__)
 
 T = TypeVar("T")
-BATCH = 50
-"""Registry writes in flight at once for a bulk create."""
 DELETE_REASON = "deleted by admin"
 """The reason a delete intent from the API carries."""
 
@@ -35,13 +32,6 @@ def _leased(proxy: Proxy) -> Conflict:
     )
 
 
-async def _batched(calls: Sequence[Awaitable[T]]) -> list[T]:
-    out: list[T] = []
-    for i in range(0, len(calls), BATCH):
-        out += await asyncio.gather(*calls[i : i + BATCH])
-    return out
-
-
 def new_credentials() -> tuple[str, str]:
     """Per-proxy basic-auth credentials. Both start with a letter, so no tool ever reads
     them as a command-line option; both are URL-safe."""
@@ -50,12 +40,18 @@ def new_credentials() -> tuple[str, str]:
 
 class ProxyService:
     def __init__(
-        self, registry: ProxyRegistry, messages: Messages, catalog: ProviderCatalog, clock: Clock
+        self,
+        registry: ProxyRegistry,
+        messages: Messages,
+        catalog: ProviderCatalog,
+        clock: Clock,
+        idempotency_ttl: float = 86_400.0,
     ) -> None:
         self._registry = registry
         self._messages = messages
         self._catalog = catalog
         self._clock = clock
+        self._idempotency_ttl = max(1, round(idempotency_ttl))
 
     async def create(
         self,
@@ -64,9 +60,21 @@ class ProxyService:
         count: int,
         labels: dict[str, str],
         placement: dict[str, str] | None = None,
+        *,
+        idempotency_key: str | None = None,
+        caller: str = "",
     ) -> list[Proxy]:
-        """Store `count` pending proxies; each one's create intent and `proxy.pending`
-        event are written with it."""
+        """Store `count` pending proxies in one script, each with its create intent and
+        `proxy.pending` event; Conflict past the provider's `max_proxies`.
+
+        With an `idempotency_key` (scoped by `caller`), a create seen before with the same
+        body stores nothing and answers with the proxies it made (as they are now); the
+        same key with another body is a Conflict."""
+        idem: Idempotency | None = None
+        if idempotency_key is not None:
+            print_ = fingerprint(provider_name, zone, count, labels, placement or {})
+            key = scoped_key(caller, check_key(idempotency_key))
+            idem = Idempotency(key, print_, self._idempotency_ttl)
         provider = self._catalog.get(provider_name)
         zone = self._catalog.zone_for(provider, zone)
         self._catalog.check_placement(provider, placement or {})
@@ -89,10 +97,19 @@ class ProxyService:
                     placement=dict(placement or {}),
                 )
             )
-        created = await _batched([self._registry.create(p) for p in proxies])
-        proxies = [p for p, ok in zip(proxies, created, strict=True) if ok]
+        created = await self._registry.create_many(
+            proxies, max_proxies=provider.max_proxies, idempotency=idem
+        )
+        if created.replayed:
+            log.info("api.proxy_create_replayed", provider=provider.name, count=len(created.ids))
+            found = await self._registry.get_many(created.ids)
+            return [p for p in found if p is not None]
+        made = set(created.ids)
+        proxies = [p for p in proxies if p.id in made]
         for p in proxies:
-            log.info("api.proxy_created", proxy_id=p.id, provider=p.provider, zone=p.zone)
+            log.info(
+                "api.proxy_created", proxy_id=p.id, provider=p.provider, zone=p.zone, by=caller
+            )
         return proxies
 
     async def get(self, proxy_id: str) -> Proxy:

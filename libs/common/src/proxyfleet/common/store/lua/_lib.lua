@@ -35,6 +35,13 @@ local function end_lease(lease_id, state, now, cooldown)
   return proxy_id
 end
 
+-- A lease is its owner's: a caller restricted to `owner` (a client token's name; '' for an
+-- admin, who may act on any lease) gets "not found" for another's, so nothing tells it
+-- the lease exists. Leases from before owners were recorded have none: admins only.
+local function not_owner(lease_client, owner)
+  return owner ~= '' and lease_client ~= owner
+end
+
 -- ---- the outbox: events and intents appended in the script that makes the change ----
 -- Each entry is {s = subject, i = Nats-Msg-Id, d = JSON body}; a relay publishes it to
 -- JetStream and deletes it once acked (proxyfleet.common.relay). Appending here, in the

@@ -1,15 +1,58 @@
--- ARGV: ns, id, event_id, now, field, value, ...   -> 1 created, 0 exists
+-- Store new proxies, all or none past the checks.
+-- ARGV: ns, event_id, now, provider (of the limit), max_proxies (-1: none), idem_key
+--       ('': none), fingerprint, idem_ttl, n, then n times: id, nfields, field, value, ...
+-- -> {1, created_1, ..., created_n} (1 created, 0 the id exists) | {2, id, ...} a replay:
+--    the ids the first create with this key made | {-5, existing, max} past max_proxies
+--    | {-6} the key was used with another body
 -- A new pending proxy is announced (proxy.pending) and its create intent queued, both in
 -- the outbox; a proxy stored in another phase (an import, a test seed) is not announced.
-local id, event_id, now_raw = ARGV[2], ARGV[3], ARGV[4]
-local pkey = k('proxy', id)
-if redis.call('EXISTS', pkey) == 1 then return 0 end
-for i = 5, #ARGV, 2 do redis.call('HSET', pkey, ARGV[i], ARGV[i + 1]) end
-redis.call('ZADD', k('proxies'), 0, id)
-local p = redis.call('HMGET', pkey, 'provider', 'phase', 'gen')
-redis.call('HINCRBY', k('counts', p[1]), p[2], 1)
-if p[2] == 'pending' then
-  event('proxy.pending', event_id, now_raw, id, p[1], '', {'from', '""', 'gen', p[3] or '0'})
-  intent_create(p[1], id)
+local event_id, now_raw, provider = ARGV[2], ARGV[3], ARGV[4]
+local max, idem, fingerprint = tonumber(ARGV[5]), ARGV[6], ARGV[7]
+local n = tonumber(ARGV[9])
+
+local ikey = (idem ~= '') and k('idem', idem) or nil
+if ikey then
+  local seen = redis.call('HMGET', ikey, 'fp', 'ids')
+  if seen[1] then
+    if seen[1] ~= fingerprint then return {-6} end
+    local out = {2}
+    for id in string.gmatch(seen[2], '[^,]+') do out[#out + 1] = id end
+    return out
+  end
 end
-return 1
+
+if max >= 0 then
+  -- proxies that hold or will hold resources; the counts are kept by create and
+  -- transition, so this check and the writes below are one atomic step
+  local c = redis.call('HMGET', k('counts', provider), 'pending', 'provisioning', 'booting',
+    'ready', 'unhealthy', 'deleting')
+  local existing = 0
+  for _, v in ipairs(c) do existing = existing + (tonumber(v) or 0) end
+  if existing + n > max then return {-5, existing, max} end
+end
+
+local out, ids, i = {1}, {}, 10
+for _ = 1, n do
+  local id, nfields = ARGV[i], tonumber(ARGV[i + 1])
+  local pkey = k('proxy', id)
+  if redis.call('EXISTS', pkey) == 1 then
+    out[#out + 1] = 0
+  else
+    redis.call('HSET', pkey, unpack(ARGV, i + 2, i + 1 + 2 * nfields))
+    redis.call('ZADD', k('proxies'), 0, id)
+    local p = redis.call('HMGET', pkey, 'provider', 'phase', 'gen')
+    redis.call('HINCRBY', k('counts', p[1]), p[2], 1)
+    if p[2] == 'pending' then
+      event('proxy.pending', event_id, now_raw, id, p[1], '', {'from', '""', 'gen', p[3] or '0'})
+      intent_create(p[1], id)
+    end
+    out[#out + 1] = 1
+    ids[#ids + 1] = id
+  end
+  i = i + 2 + 2 * nfields
+end
+if ikey then
+  redis.call('HSET', ikey, 'fp', fingerprint, 'ids', table.concat(ids, ','))
+  redis.call('EXPIRE', ikey, tonumber(ARGV[8]))
+end
+return out

@@ -1,13 +1,14 @@
 -- Grant a lease on one ready, unleased, cooled-down, not-banned proxy; LRU first.
 -- ARGV: ns, now, lease_id, holder, target, ttl, proxy_id ('' = any), provider, zone,
---       labels_json ('' = none), scan_limit, unavailable_retry, event_id
+--       labels_json ('' = none), scan_limit, unavailable_retry, event_id, client (the
+--       granting token's name: the lease's owner)
 -- -> {1, proxy_id, epoch, expires_at, {provider, zone, host, port, username, password}}
 --  | {0, retry_after} nothing available
 --  | {-1} no such proxy | {-3, reason, retry_after} specific proxy not grantable
 local now, lease_id, holder, target = tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
 local ttl, want, provider, zone = tonumber(ARGV[6]), ARGV[7], ARGV[8], ARGV[9]
 local labels_json, scan_limit, retry = ARGV[10], tonumber(ARGV[11]), tonumber(ARGV[12])
-local event_id = ARGV[13]
+local event_id, client = ARGV[13], ARGV[14]
 local labels = nil
 if labels_json ~= '' then labels = cjson.decode(labels_json) end
 local ban_key = (target ~= '') and k('ban', target) or nil
@@ -39,10 +40,11 @@ local function take(id)
   local provider_ = got[1] or ''
   redis.call('HSET', k('lease', lease_id), 'id', lease_id, 'proxy_id', id, 'epoch', epoch,
     'holder', holder, 'target', target, 'granted_at', now, 'expires_at', expires,
-    'state', 'active', 'provider', provider_)
+    'state', 'active', 'provider', provider_, 'client', client)
   redis.call('ZADD', k('leases'), expires, lease_id)
   event('lease.granted', event_id, ARGV[2], id, provider_, lease_id, {'epoch', tostring(epoch),
-    'holder', json_str(holder), 'target', json_str(target), 'expires_at', tostring(expires)})
+    'holder', json_str(holder), 'target', json_str(target), 'expires_at', tostring(expires),
+    'client', json_str(client)})
   return {1, id, epoch, tostring(expires), got}
 end
 

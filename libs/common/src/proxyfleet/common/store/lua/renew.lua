@@ -1,8 +1,8 @@
--- ARGV: ns, lease_id, epoch, now, ttl, event_id -> {1, expires_at, proxy_id} | {-1}
---   | {-2, reason}
+-- ARGV: ns, lease_id, epoch, now, ttl, event_id, owner ('' = any: admin)
+-- -> {1, expires_at, proxy_id} | {-1} missing or not the owner's | {-2, reason}
 local lkey = k('lease', ARGV[2])
-local l = redis.call('HMGET', lkey, 'epoch', 'state', 'expires_at', 'proxy_id')
-if not l[1] then return {-1} end
+local l = redis.call('HMGET', lkey, 'epoch', 'state', 'expires_at', 'proxy_id', 'client')
+if not l[1] or not_owner(l[5], ARGV[7]) then return {-1} end
 if l[2] ~= 'active' then return {-2, 'lease is ' .. l[2]} end
 if tonumber(ARGV[3]) ~= tonumber(l[1]) then return {-2, 'stale epoch'} end
 local now = tonumber(ARGV[4])

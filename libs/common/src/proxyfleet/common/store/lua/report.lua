@@ -1,8 +1,8 @@
--- ARGV: ns, lease_id, epoch, now, outcome, target, ban_seconds, event_id
--- -> {1, proxy_id, target} | {-1} | {-2, reason}
+-- ARGV: ns, lease_id, epoch, now, outcome, target, ban_seconds, event_id, owner ('' = any)
+-- -> {1, proxy_id, target} | {-1} missing or not the owner's | {-2, reason}
 local lkey = k('lease', ARGV[2])
-local l = redis.call('HMGET', lkey, 'epoch', 'state', 'proxy_id', 'target')
-if not l[1] then return {-1} end
+local l = redis.call('HMGET', lkey, 'epoch', 'state', 'proxy_id', 'target', 'client')
+if not l[1] or not_owner(l[5], ARGV[9]) then return {-1} end
 if l[2] ~= 'active' then return {-2, 'lease is ' .. l[2]} end
 if tonumber(ARGV[3]) ~= tonumber(l[1]) then return {-2, 'stale epoch'} end
 local now, outcome, target = tonumber(ARGV[4]), ARGV[5], ARGV[6]

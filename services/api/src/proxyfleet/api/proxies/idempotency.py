@@ -1,0 +1,51 @@
+"""The Idempotency-Key of POST /v1/proxies: its checks and the body's fingerprint. Pure.
+
+A key is remembered (with the fingerprint of the body it came with and the ids it made)
+by the create script itself, so a retried create makes nothing new even when the first
+one's answer was lost; keys are scoped by the caller's token name."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+import msgspec
+
+from proxyfleet.common.errors import InvalidInput
+
+MAX_KEY_CHARS = 255
+_KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
+_canonical = msgspec.json.Encoder(order="sorted")
+
+
+def check_key(key: str) -> str:
+    """The key, or InvalidInput: 1-255 visible ASCII characters (a UUID fits)."""
+    if not _KEY.fullmatch(key):
+        raise InvalidInput(
+            f"Idempotency-Key: expected 1-{MAX_KEY_CHARS} visible ASCII characters (e.g. a UUID)",
+            code="invalid_idempotency_key",
+        )
+    return key
+
+
+def scoped_key(caller: str, key: str) -> str:
+    """Two admins may pick the same key without seeing each other's creates."""
+    return f"{caller}:{key}"
+
+
+def fingerprint(
+    provider: str,
+    zone: str | None,
+    count: int,
+    labels: dict[str, str],
+    placement: dict[str, str],
+) -> str:
+    """The same body, written in any key order, has the same fingerprint."""
+    body = {
+        "provider": provider,
+        "zone": zone,
+        "count": count,
+        "labels": labels,
+        "placement": placement,
+    }
+    return hashlib.sha256(_canonical.encode(body)).hexdigest()
