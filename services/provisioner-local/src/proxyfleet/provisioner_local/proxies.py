@@ -44,6 +44,7 @@ from proxyfleet.provisioner_local.processes import (
 
 log = get_logger("proxyfleet.provisioner_local")
 
+
 @dataclass(frozen=True, slots=True)
 class LocalOptions:
     state_dir: Path
