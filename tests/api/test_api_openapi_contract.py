@@ -147,3 +147,20 @@ async def test_a_405_says_which_methods_are_allowed(
     listed = {m.strip() for m in r.headers["allow"].split(",")}
     assert allowed <= listed, listed
     assert method not in listed
+
+
+@pytest.mark.parametrize(
+    ("path", "allowed"),
+    [
+        ("/v1/proxies", "GET, OPTIONS, POST"),
+        ("/v1/proxies/p1", "DELETE, GET, OPTIONS"),
+        ("/v1/leases", "OPTIONS, POST"),
+        ("/v1/leases/l1", "DELETE, GET, OPTIONS"),
+        ("/healthz", "GET, OPTIONS"),
+    ],
+)
+async def test_options_lists_every_method_of_the_path(api: Api, path: str, allowed: str) -> None:
+    """Litestar 2's own OPTIONS listed only the first handler's methods (litestar#4169)."""
+    r = await api.admin.options(path)
+    assert r.status_code == 204
+    assert r.headers["allow"] == allowed

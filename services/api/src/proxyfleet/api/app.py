@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 
 from litestar import Litestar, Router
 
+from proxyfleet.api.allow import point_options_at_final_routes
 from proxyfleet.api.auth import TokenAuth
 from proxyfleet.api.container import DEPENDENCIES, build_services
 from proxyfleet.api.deps import AppDeps
@@ -64,7 +65,7 @@ def create_app(settings: ApiSettings, deps: AppDeps) -> Litestar:
                     with contextlib.suppress(asyncio.CancelledError):
                         await sweeper
 
-    return Litestar(
+    app = Litestar(
         route_handlers=handlers,
         dependencies=DEPENDENCIES,
         exception_handlers=EXCEPTION_HANDLERS,
@@ -76,3 +77,5 @@ def create_app(settings: ApiSettings, deps: AppDeps) -> Litestar:
         request_max_body_size=MAX_BODY_BYTES,
         debug=False,
     )
+    point_options_at_final_routes(app)
+    return app
