@@ -32,6 +32,7 @@ SLOW_MODULES = {
     "tests/api/test_api_cli.py",
     "tests/bench/test_health_fleet.py",
     "tests/common/test_host_cli.py",
+    "tests/common/test_host_http.py",
     "tests/deploy/test_manifests.py",
     "tests/gc/test_gc_cli.py",
     "tests/health/test_main.py",

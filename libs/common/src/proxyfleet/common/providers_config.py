@@ -5,12 +5,15 @@ Pure: `parse_providers_config(text, path)` does no I/O; `load_providers_config(p
 
 from __future__ import annotations
 
+import ipaddress
 import re
 from pathlib import Path
 from typing import Annotated, Literal
 
 import msgspec
+import yaml
 
+from proxyfleet.common import strict_yaml
 from proxyfleet.common.errors import ConfigError
 
 Name = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,30}$")]
@@ -29,7 +32,11 @@ class LocalSettings(_Strict):
     state_dir: str = ".dev/local-proxies"
     """Where each proxy's config, credentials and pid live (one folder per proxy)."""
     bind_host: str = "127.0.0.1"
-    """Address the proxy processes listen on."""
+    """IPv4 address the proxy processes listen on; 0.0.0.0 (every interface) needs
+    advertise_host."""
+    advertise_host: str = ""
+    """IPv4 address the API hands out for the proxies: bind_host's (the default), or, when
+    bind_host is 0.0.0.0, a non-loopback address of this machine, given explicitly."""
     port_range: tuple[Port, Port] = (20000, 29999)
     """Ports handed to proxy processes."""
     engine: Literal["auto", "squid", "proxy.py"] = "auto"
@@ -139,11 +146,15 @@ _LOC = re.compile(r" - at `\$(?P<loc>[^`]*)`$")
 
 def parse_providers_config(text: str | bytes, path: str) -> ProvidersConfig:
     try:
-        cfg = msgspec.yaml.decode(text, type=ProvidersConfig)
+        data = strict_yaml.load(text)
+    except strict_yaml.DuplicateKey as exc:
+        raise ConfigError(f"{path}: {exc}; expected each key once") from None
+    except (yaml.YAMLError, ValueError, LookupError, AttributeError) as exc:
+        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    try:
+        cfg = msgspec.convert(data, ProvidersConfig)
     except msgspec.ValidationError as exc:
         raise ConfigError(_explain(path, str(exc))) from None
-    except msgspec.DecodeError as exc:
-        raise ConfigError(f"{path}: not valid YAML: {exc}") from None
     _check_semantics(cfg, path)
     return cfg
 
@@ -177,6 +188,8 @@ def _check_semantics(cfg: ProvidersConfig, path: str) -> None:
         seen.add(p.name)
         if not p.zones:
             raise ConfigError(f"{where}.zones: expected at least one zone")
+        if dup := next((z for i, z in enumerate(p.zones) if z in p.zones[:i]), None):
+            raise ConfigError(f"{where}.zones: zone {dup!r} listed twice; expected each once")
         section = _TYPE_SECTION.get(p.type)
         if section is None:
             raise ConfigError(
@@ -184,10 +197,45 @@ def _check_semantics(cfg: ProvidersConfig, path: str) -> None:
             )
         if getattr(p, section) is None:
             raise ConfigError(f"{where}.{section}: required for type {p.type!r}")
-        if p.local is not None and p.local.port_range[0] > p.local.port_range[1]:
-            raise ConfigError(f"{where}.local.port_range: expected [low, high] with low <= high")
+        if p.local is not None:
+            _check_local(p.local, f"{where}.local")
         if p.kvm is not None:
             _check_kvm(p.kvm, p.zones, f"{where}.kvm")
+
+
+def _ipv4(value: str, where: str) -> ipaddress.IPv4Address:
+    try:
+        return ipaddress.IPv4Address(value)
+    except ValueError:
+        raise ConfigError(
+            f"{where}: expected an IPv4 address such as 127.0.0.1, got {value!r}"
+        ) from None
+
+
+def _check_local(local: LocalSettings, where: str) -> None:
+    """The proxies must listen where the API sends clients, and nowhere else: a wildcard
+    bind handed out as 127.0.0.1 exposed them on every interface unannounced."""
+    if local.port_range[0] > local.port_range[1]:
+        raise ConfigError(f"{where}.port_range: expected [low, high] with low <= high")
+    bind = _ipv4(local.bind_host, f"{where}.bind_host")
+    if not bind.is_unspecified:
+        if local.advertise_host and _ipv4(local.advertise_host, f"{where}.advertise_host") != bind:
+            raise ConfigError(
+                f"{where}.advertise_host: expected bind_host's address {bind} (the proxies"
+                f" listen only there) or nothing, got {local.advertise_host!r}"
+            )
+        return
+    if not local.advertise_host:
+        raise ConfigError(
+            f"{where}.advertise_host: required when bind_host is {bind} (every interface):"
+            " expected the non-loopback IPv4 address clients reach the proxies at"
+        )
+    advertised = _ipv4(local.advertise_host, f"{where}.advertise_host")
+    if advertised.is_loopback or advertised.is_unspecified:
+        raise ConfigError(
+            f"{where}.advertise_host: expected a non-loopback address with bind_host {bind}"
+            f" (or bind_host: {advertised} alone), got {local.advertise_host!r}"
+        )
 
 
 def _check_kvm(kvm: KvmSettings, zones: list[str], where: str) -> None:

@@ -8,14 +8,14 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from litestar import Litestar, Router
-from litestar.openapi import OpenAPIConfig
-from litestar.openapi.spec import Components, SecurityScheme
 
+from proxyfleet.api.allow import point_options_at_final_routes
 from proxyfleet.api.auth import Scope, TokenAuth
 from proxyfleet.api.container import DEPENDENCIES, build_services
 from proxyfleet.api.deps import AppDeps
 from proxyfleet.api.errors import EXCEPTION_HANDLERS
 from proxyfleet.api.leases.controller import LeaseController
+from proxyfleet.api.openapi import OPENAPI, MsgspecStructSchemas
 from proxyfleet.api.providers.controller import ProviderController
 from proxyfleet.api.proxies.controller import ProxyController
 from proxyfleet.api.request_metrics import request_metrics_middleware
@@ -26,14 +26,6 @@ from proxyfleet.common.logging import get_logger
 
 log = get_logger(__name__)
 
-OPENAPI = OpenAPIConfig(
-    title="Proxyfleet API",
-    version="1",
-    description="Leases on a fleet of authenticated egress proxies, and the fleet itself.",
-    components=Components(
-        security_schemes={"bearer": SecurityScheme(type="http", scheme="bearer")}
-    ),
-)
 MAX_BODY_BYTES = 1 << 20
 """Largest request body accepted (413 above): the biggest valid one is a few KiB."""
 
@@ -80,14 +72,17 @@ def create_app(settings: ApiSettings, deps: AppDeps) -> Litestar:
                     with contextlib.suppress(asyncio.CancelledError):
                         await sweeper
 
-    return Litestar(
+    app = Litestar(
         route_handlers=handlers,
         dependencies=DEPENDENCIES,
         exception_handlers=EXCEPTION_HANDLERS,
         middleware=[request_metrics_middleware],
         lifespan=[lifespan],
         openapi_config=OPENAPI,
+        plugins=[MsgspecStructSchemas()],
         logging_config=None,
         request_max_body_size=MAX_BODY_BYTES,
         debug=False,
     )
+    point_options_at_final_routes(app)
+    return app

@@ -63,9 +63,13 @@ def retry_after_header(seconds: float) -> str:
 
 
 def error_response(
-    status_code: int, code: str, message: str, retry_after: float | None = None
+    status_code: int,
+    code: str,
+    message: str,
+    retry_after: float | None = None,
+    headers: dict[str, str] | None = None,
 ) -> Response[ErrorBody]:
-    headers: dict[str, str] = {}
+    headers = dict(headers or {})
     if retry_after is not None:
         headers["Retry-After"] = retry_after_header(retry_after)
     if status_code == 401:
@@ -96,8 +100,8 @@ def _validation_message(exc: ValidationException) -> str:
             parts.append(f"request body: {text}")
         elif source == "body":
             parts.append(f"field {key!s}: {text}")
-        elif source:
-            parts.append(f"{source} parameter {key!s}: {text}")
+        elif source:  # a ParamType: path, query, header, cookie
+            parts.append(f"{getattr(source, 'value', source)} parameter {key!s}: {text}")
         else:
             parts.append(str(text) or str(key))
     return "; ".join(parts) or str(exc.detail)
@@ -113,7 +117,8 @@ def _http(_: Request[Any, Any, Any], exc: HTTPException) -> Response[ErrorBody]:
         message = "no such route"
     elif status == 405:
         message = "method not allowed on this route"
-    return error_response(status, code, message)
+    # Litestar's own headers, e.g. the Allow of a 405 (RFC 9110 requires it)
+    return error_response(status, code, message, headers=exc.headers)
 
 
 _DOMAIN_STATUS: tuple[tuple[type[DomainError], int], ...] = (

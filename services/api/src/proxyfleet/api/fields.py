@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Annotated, TypeVar, Union
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, Union
 
 import msgspec
 from litestar.params import JSONBody, SkipValidation
@@ -75,10 +76,30 @@ def parse_label_filters(raw: list[str] | None) -> dict[str, str]:
 _AT = re.compile(r" - at `\$(?P<loc>[^`]*)`$")
 
 
+def integral_floats_as_ints(data: object) -> object:
+    """1.0 -> 1 anywhere in decoded JSON. JSON Schema's `integer` is any number without a
+    fraction, so a documented integer field takes 1.0 as the schema says; a float field
+    takes the int as it would."""
+    top: list[object] = [data]
+    todo: list[list[object] | dict[str, object]] = [top]
+    while todo:  # iterative: a body nested 1,000 deep must not exhaust the stack here
+        node = todo.pop()
+        keys: Iterable[Any] = node.keys() if isinstance(node, dict) else range(len(node))
+        for key in keys:
+            value = node[key]
+            if isinstance(value, float) and value.is_integer():
+                node[key] = int(value)
+            elif isinstance(value, dict | list):
+                node[key] = copy = type(value)(value)  # the caller's data stays as it was
+                todo.append(copy)
+    return top[0]
+
+
 def strict(data: object, type_: type[T]) -> T:
-    """Validate a decoded JSON body with no type coercion; a 400 naming the field if bad."""
+    """Validate a decoded JSON body with no type coercion ("3" is not 3, but 1.0 is the
+    integer 1: see integral_floats_as_ints); a 400 naming the field if bad."""
     try:
-        return msgspec.convert(data, type_, strict=True)
+        return msgspec.convert(integral_floats_as_ints(data), type_, strict=True)
     except msgspec.ValidationError as exc:
         message = str(exc)
         m = _AT.search(message)

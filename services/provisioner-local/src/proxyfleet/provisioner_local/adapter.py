@@ -39,6 +39,7 @@ def local_options(
         state_dir=Path(settings.state_dir),
         installation_id=installation_id,
         bind_host=settings.bind_host,
+        advertise_host=settings.advertise_host,
         port_range=(settings.port_range[0], settings.port_range[1]),
         engine=settings.engine,
         connect_ports=list(settings.connect_ports),

@@ -44,14 +44,14 @@ from proxyfleet.provisioner_local.processes import (
 
 log = get_logger("proxyfleet.provisioner_local")
 
-WILDCARDS = frozenset({"", "0.0.0.0", "::"})
-
 
 @dataclass(frozen=True, slots=True)
 class LocalOptions:
     state_dir: Path
     installation_id: str
     bind_host: str = "127.0.0.1"
+    advertise_host: str = ""
+    """Where clients reach the proxies ("": bind_host); the providers config checks it."""
     port_range: tuple[int, int] = (20000, 29999)
     engine: str = "auto"
     """auto, squid or proxy.py (see commands.resolve_engine)."""
@@ -73,8 +73,7 @@ class LocalProxies:
         self.engine, why = commands.resolve_engine(options.engine, self._squid, blocked)
         self._owner: Owner | None = owner if self.engine == "squid" else None
         self._children: dict[int, subprocess.Popen[bytes]] = {}
-        host = options.bind_host
-        self.host = "127.0.0.1" if host in WILDCARDS else host
+        self.host = options.advertise_host or options.bind_host
         fell_back = self._squid is not None and self.engine != "squid"
         report = log.warning if fell_back and options.engine == "auto" else log.info
         report("local proxies", engine=self.engine, why=why, root=str(self._layout.root))

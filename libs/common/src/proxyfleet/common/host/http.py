@@ -13,6 +13,8 @@ from proxyfleet.common.metrics import render_metrics
 
 log = get_logger("proxyfleet.host")
 
+PATHS = ("/healthz", "/readyz", "/metrics")
+
 CHECK_TIMEOUT = 2.0
 """Seconds one readiness check may take before it counts as failed."""
 
@@ -43,9 +45,14 @@ async def serve_health_and_metrics(
             line = await reader.readline()
             while (await reader.readline()) not in (b"\r\n", b"\n", b""):
                 pass
-            path = line.split(b" ")[1].decode() if line.count(b" ") >= 2 else "/"
+            method, _, rest = line.partition(b" ")
+            path = rest.split(b" ")[0].decode() if line.count(b" ") >= 2 else "/"
             status, body, ctype = "404 Not Found", b"not found\n", "text/plain"
-            if path == "/healthz":
+            extra = ""
+            if path in PATHS and method not in (b"GET", b"HEAD"):
+                status, body = "405 Method Not Allowed", b"method not allowed\n"
+                extra = "Allow: GET, HEAD\r\n"  # RFC 9110: a 405 lists what is allowed
+            elif path == "/healthz":
                 status, body = "200 OK", b"ok\n"
             elif path == "/readyz":
                 results = await readiness(checks)
@@ -58,10 +65,10 @@ async def serve_health_and_metrics(
                 body, ctype = render_metrics()
                 status = "200 OK"
             head = (
-                f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\n"
+                f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\n{extra}"
                 f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
             )
-            writer.write(head.encode() + body)
+            writer.write(head.encode() + (b"" if method == b"HEAD" else body))
             await writer.drain()
         except (OSError, IndexError, UnicodeDecodeError, asyncio.IncompleteReadError):
             pass

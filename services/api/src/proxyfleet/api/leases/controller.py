@@ -30,7 +30,7 @@ from proxyfleet.common.store import GrantRequest
 LeaseIdParam = Annotated[str, Parameter(max_length=64, description="The lease id.")]
 Caller = Request[Principal, Any, Any]
 """The request, for its `user`: the caller the auth guard identified."""
-_ENDED = error_responses(400, 401, 403, 404, 409)
+_ENDED = error_responses(400, 401, 403, 404, 409, 413, 503)
 
 
 class LeaseController(Controller):
@@ -39,7 +39,9 @@ class LeaseController(Controller):
     opt = {"scope": Scope.CLIENT}
 
     @post(
-        "/", status_code=HTTP_201_CREATED, responses=error_responses(400, 401, 403, 404, 409, 503)
+        "/",
+        status_code=HTTP_201_CREATED,
+        responses=error_responses(400, 401, 403, 404, 409, 413, 503),
     )
     async def grant_lease(
         self,
@@ -81,7 +83,7 @@ class LeaseController(Controller):
             ),
         )
 
-    @get("/{lease_id:str}", responses=error_responses(401, 403, 404))
+    @get("/{lease_id:str}", responses=error_responses(400, 401, 403, 404, 503))
     async def get_lease(
         self, lease_id: LeaseIdParam, lease_service: NamedDependency[LeaseService], request: Caller
     ) -> LeaseOut:
@@ -151,7 +153,11 @@ class LeaseController(Controller):
         released = await lease_service.release(lease_id, body.epoch, request.user)
         return ReleasedLease(lease_id=lease_id, proxy_id=released.proxy_id)
 
-    @delete("/{lease_id:str}", status_code=HTTP_200_OK, responses=_ENDED)
+    @delete(
+        "/{lease_id:str}",
+        status_code=HTTP_200_OK,
+        responses=error_responses(400, 401, 403, 404, 409, 503),
+    )
     async def delete_lease(
         self,
         lease_id: LeaseIdParam,

@@ -16,7 +16,7 @@ class ProviderController(Controller):
     tags = ["providers"]
     opt = {"scope": Scope.CLIENT}
 
-    @get("/", responses=error_responses(401, 403))
+    @get("/", responses=error_responses(401, 403, 503))
     async def list_providers(
         self, provider_service: NamedDependency[ProviderService]
     ) -> ProviderList:

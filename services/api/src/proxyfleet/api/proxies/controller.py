@@ -39,7 +39,7 @@ class ProxyController(Controller):
     tags = ["proxies"]
     opt = {"scope": Scope.ADMIN}
 
-    @post("/", status_code=HTTP_202_ACCEPTED, responses=error_responses(400, 401, 403, 409))
+    @post("/", status_code=HTTP_202_ACCEPTED, responses=error_responses(400, 401, 403, 409, 413, 503))
     async def create_proxies(
         self,
         data: JSONInput[CreateProxies],
@@ -62,7 +62,7 @@ class ProxyController(Controller):
         )
         return ProxyBatch(items=[ProxyOut.of(p) for p in proxies])
 
-    @get("/", responses=error_responses(400, 401, 403))
+    @get("/", responses=error_responses(400, 401, 403, 503))
     async def list_proxies(
         self,
         proxy_service: NamedDependency[ProxyService],
@@ -86,7 +86,7 @@ class ProxyController(Controller):
         )
         return ProxyPage(items=[ProxyOut.of(p) for p in items], next_cursor=next_cursor or None)
 
-    @get("/{proxy_id:str}", responses=error_responses(401, 403, 404))
+    @get("/{proxy_id:str}", responses=error_responses(400, 401, 403, 404, 503))
     async def get_proxy(
         self, proxy_id: ProxyIdParam, proxy_service: NamedDependency[ProxyService]
     ) -> ProxyOut:
@@ -96,7 +96,7 @@ class ProxyController(Controller):
     @delete(
         "/{proxy_id:str}",
         status_code=HTTP_202_ACCEPTED,
-        responses=error_responses(400, 401, 403, 404, 409),
+        responses=error_responses(400, 401, 403, 404, 409, 503),
     )
     async def delete_proxy(
         self,

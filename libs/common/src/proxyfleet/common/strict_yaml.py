@@ -1,0 +1,57 @@
+"""YAML that refuses a key given twice in one mapping (PyYAML keeps the last, silently).
+
+Pure: `load(text)` returns plain Python data or raises `DuplicateKey` / `yaml.YAMLError`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+_Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_MERGE = "tag:yaml.org,2002:merge"
+
+
+class DuplicateKey(ValueError):
+    """`key` is the full path, as msgspec names locations: providers[0].local.bind_host."""
+
+    def __init__(self, key: str, first_line: int, line: int) -> None:
+        self.key, self.first_line, self.line = key, first_line, line
+        super().__init__(f"key {key}: given twice (lines {first_line} and {line})")
+
+
+def load(text: str | bytes) -> Any:
+    """The document's data; an empty document is None."""
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        _check(node, "", set())
+        return loader.construct_document(node)
+    finally:
+        loader.dispose()
+
+
+def _check(node: yaml.Node, path: str, seen: set[int]) -> None:
+    if id(node) in seen:  # an alias met again: checked once is enough, and no loop
+        return
+    seen.add(id(node))
+    if isinstance(node, yaml.MappingNode):
+        first: dict[tuple[str, str], int] = {}
+        for key_node, value_node in node.value:
+            if key_node.tag == _MERGE:  # a merged key overridden here is YAML's meaning
+                continue
+            if isinstance(key_node, yaml.ScalarNode):
+                key, line = str(key_node.value), key_node.start_mark.line + 1
+                child = f"{path}.{key}" if path else key
+                if (ident := (key_node.tag, key)) in first:
+                    raise DuplicateKey(child, first[ident], line)
+                first[ident] = line
+            else:
+                child = path
+            _check(value_node, child, seen)
+    elif isinstance(node, yaml.SequenceNode):
+        for i, item in enumerate(node.value):
+            _check(item, f"{path}[{i}]", seen)
