@@ -39,7 +39,9 @@ class ProxyController(Controller):
     tags = ["proxies"]
     opt = {"scope": Scope.ADMIN}
 
-    @post("/", status_code=HTTP_202_ACCEPTED, responses=error_responses(400, 401, 403, 409, 413, 503))
+    @post(
+        "/", status_code=HTTP_202_ACCEPTED, responses=error_responses(400, 401, 403, 409, 413, 503)
+    )
     async def create_proxies(
         self,
         data: JSONInput[CreateProxies],
