@@ -49,7 +49,7 @@ class ProvisionerRunner:
         clock = clock or SystemClock()
         self._nc = nc
         self._js = nc.jetstream()
-        publisher = Publisher(self._js, clock)
+        publisher = Publisher(nc, clock)
         self.relay = relay or OutboxRelay(
             registry.outbox, nc, service=f"provisioner-{settings.provider}"
         )
