@@ -188,12 +188,47 @@ async def test_readyz_has_a_check_per_backend_and_the_service_s_own(
         (503, "nats: ok\nredis: ok\nmine: not ready\n"),
         (200, "nats: ok\nredis: ok\nmine: ok\n"),
     ]
-    own_ready.clear()
+
+
+async def test_readyz_answers_503_while_a_backend_is_still_being_tried(
+    nats_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Redis closed at start: the health server is up before the connects finish, says
+    which backend is missing, the build waits; SIGTERM ends it with exit 0."""
+    configure_logging("hosted", "info", "json")
+    port = free_port()
+    built: list[bool] = []
+
+    async def build(ctx: Context[HostedSettings]) -> Parts:
+        built.append(True)
+        return Parts(components={})
+
     dead_redis = CommonSettings(nats_url=nats_url, redis_url=f"redis://127.0.0.1:{free_port()}/0")
-    assert await probe(dead_redis) == [
-        (503, "nats: ok\nredis: not ready\nmine: not ready\n"),
-        (503, "nats: ok\nredis: not ready\nmine: ok\n"),
-    ]
+    serving = asyncio.create_task(
+        _serve(
+            _service(build, nats=True, redis=True), HostedSettings(metrics_port=port), dead_redis
+        )
+    )
+    answer: tuple[int, str] = (0, "")
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+        for _ in range(200):
+            try:
+                res = await http.get("/readyz")
+            except httpx.TransportError:
+                await asyncio.sleep(0.05)
+                continue
+            answer = (res.status_code, res.text)
+            if "nats: ok" in res.text:
+                break
+            await asyncio.sleep(0.05)
+    assert answer == (503, "nats: ok\nredis: not ready\n")
+    os.kill(os.getpid(), signal.SIGTERM)
+    async with asyncio.timeout(5):
+        assert await serving == 0
+    assert built == []
+    out = capsys.readouterr().out
+    assert '"event": "service.backend_unreachable"' in out
+    assert "Traceback" not in out
 
 
 async def test_a_build_that_fails_exits_1_with_one_log_line(
