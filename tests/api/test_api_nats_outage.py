@@ -7,9 +7,10 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import cast
 
 import httpx
 import pytest
@@ -63,17 +64,17 @@ def own_nats(tmp_path: Path) -> Iterator[OwnNats]:
     server.stop()
 
 
-async def _until(predicate: object, within: float, what: str) -> None:
+async def _until(predicate: Callable[[], Awaitable[bool]], within: float, what: str) -> None:
     deadline = time.monotonic() + within
-    while not await predicate():  # type: ignore[operator]
+    while not await predicate():
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         await asyncio.sleep(0.05)
 
 
-async def _timed(call: object) -> tuple[httpx.Response, float]:
+async def _timed(call: Awaitable[httpx.Response]) -> tuple[httpx.Response, float]:
     started = time.monotonic()
-    response: httpx.Response = await call  # type: ignore[misc]
+    response = await call
     return response, time.monotonic() - started
 
 
@@ -139,7 +140,7 @@ async def test_nats_outage_costs_nothing_and_the_outbox_drains_in_order(
     assert all(200 <= s < 300 for s in statuses), statuses
     assert slowest < PROMPT, f"a request took {slowest:.2f} s while NATS was down"
 
-    pending = await redis_client.xrange(outbox.key)
+    pending = cast(list[tuple[str, dict[str, str]]], await redis_client.xrange(outbox.key))
     # 5 creates (event + intent), 6 grants, 6 releases, 1 delete (event + intent)
     assert len(pending) == 5 * 2 + 6 + 6 + 2
     ready = await api.anon.get("/readyz")
@@ -159,9 +160,7 @@ async def test_nats_outage_costs_nothing_and_the_outbox_drains_in_order(
     expected: dict[str, list[str]] = {subjects.EVENT_STREAM: [], subjects.INTENT_STREAM: []}
     for _, fields in pending:
         is_intent = fields["s"].startswith(subjects.INTENT_PREFIX)
-        expected[subjects.INTENT_STREAM if is_intent else subjects.EVENT_STREAM].append(
-            fields["i"]
-        )
+        expected[subjects.INTENT_STREAM if is_intent else subjects.EVENT_STREAM].append(fields["i"])
     watcher = await connect_nats(own_nats.url, "outage-test")
     try:
         for stream, ids in expected.items():
