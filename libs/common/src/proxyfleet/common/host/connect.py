@@ -10,8 +10,9 @@ from typing import TypeVar
 
 import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
+from redis.exceptions import AuthenticationError
 
-from proxyfleet.common.errors import MessagingUnavailable, StoreUnavailable
+from proxyfleet.common.errors import ConfigError, MessagingUnavailable, StoreUnavailable
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.messaging import connect_nats, ensure_streams, messaging_outage
 from proxyfleet.common.metrics import RETRIES
@@ -91,6 +92,8 @@ async def redis_reachable(service: str, url: str, client: aioredis.Redis) -> Non
     async def once() -> None:
         try:
             await client.ping()
+        except AuthenticationError as exc:  # a ConnectionError to redis-py, not an outage
+            raise ConfigError(f"Redis at {url}: {exc}") from exc
         except OUTAGES as exc:
             raise unavailable(f"Redis at {url}: {exc}") from exc
 
