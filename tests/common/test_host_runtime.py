@@ -12,8 +12,10 @@ import httpx
 import pytest
 
 from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.host import Context, Parts, Service
+from proxyfleet.common.host import Check, Context, Parts, Service
+from proxyfleet.common.host.http import serve_health_and_metrics
 from proxyfleet.common.host.runtime import serve
+from proxyfleet.common.host.spec import ReadyCheck
 from proxyfleet.common.logging import configure_logging
 from proxyfleet.common.providers_config import ProvidersConfig, parse_providers_config
 from proxyfleet.common.settings import CommonSettings
@@ -243,3 +245,26 @@ async def test_a_build_that_fails_exits_1_with_one_log_line(
     out = capsys.readouterr().out
     assert '"event": "service.start_failed"' in out
     assert "no such device" in out
+
+
+async def test_a_check_may_give_a_detail_for_readyz() -> None:
+    port = free_port()
+    stop = asyncio.Event()
+    checks: dict[str, ReadyCheck] = {
+        "outbox": lambda: Check(ok=False, detail="12 pending, oldest 3.0 s"),
+        "plain": lambda: True,
+    }
+    server = asyncio.create_task(serve_health_and_metrics("127.0.0.1", port, checks, stop))
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            for _ in range(100):
+                try:
+                    res = await http.get("/readyz")
+                    break
+                except httpx.TransportError:
+                    await asyncio.sleep(0.05)
+        assert res.status_code == 503
+        assert res.text == "outbox: not ready (12 pending, oldest 3.0 s)\nplain: ok\n"
+    finally:
+        stop.set()
+        await server
