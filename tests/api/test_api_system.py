@@ -115,12 +115,16 @@ async def test_unknown_route_is_a_json_404(api: Api) -> None:
     assert error_of(r) == "method_not_allowed"
 
 
-async def test_redis_down_is_503_json_not_500(start_api: ApiFactory, nats_url: str) -> None:
+async def test_redis_down_at_start_is_503_json_not_500(
+    start_api: ApiFactory, nats_url: str
+) -> None:
+    """The API serves while it keeps trying Redis: every route 503 with Retry-After."""
     dead = f"redis://127.0.0.1:{free_port()}/0"
     api = await start_api(common=CommonSettings(redis_url=dead, nats_url=nats_url))
     r = await api.admin.get("/v1/proxies")
     assert r.status_code == 503, r.text
-    assert error_of(r) == "store_unavailable"
+    assert error_of(r) == "unavailable"
+    assert "connecting" in r.json()["message"]
     r = await api.client.post("/v1/leases", json={})
     assert r.status_code == 503
     assert r.headers["retry-after"] == "1"

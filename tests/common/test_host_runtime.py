@@ -12,8 +12,10 @@ import httpx
 import pytest
 
 from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.host import Context, Parts, Service
+from proxyfleet.common.host import Check, Context, Parts, Service
+from proxyfleet.common.host.http import serve_health_and_metrics
 from proxyfleet.common.host.runtime import serve
+from proxyfleet.common.host.spec import ReadyCheck
 from proxyfleet.common.logging import configure_logging
 from proxyfleet.common.providers_config import ProvidersConfig, parse_providers_config
 from proxyfleet.common.settings import CommonSettings
@@ -188,12 +190,47 @@ async def test_readyz_has_a_check_per_backend_and_the_service_s_own(
         (503, "nats: ok\nredis: ok\nmine: not ready\n"),
         (200, "nats: ok\nredis: ok\nmine: ok\n"),
     ]
-    own_ready.clear()
+
+
+async def test_readyz_answers_503_while_a_backend_is_still_being_tried(
+    nats_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Redis closed at start: the health server is up before the connects finish, says
+    which backend is missing, the build waits; SIGTERM ends it with exit 0."""
+    configure_logging("hosted", "info", "json")
+    port = free_port()
+    built: list[bool] = []
+
+    async def build(ctx: Context[HostedSettings]) -> Parts:
+        built.append(True)
+        return Parts(components={})
+
     dead_redis = CommonSettings(nats_url=nats_url, redis_url=f"redis://127.0.0.1:{free_port()}/0")
-    assert await probe(dead_redis) == [
-        (503, "nats: ok\nredis: not ready\nmine: not ready\n"),
-        (503, "nats: ok\nredis: not ready\nmine: ok\n"),
-    ]
+    serving = asyncio.create_task(
+        _serve(
+            _service(build, nats=True, redis=True), HostedSettings(metrics_port=port), dead_redis
+        )
+    )
+    answer: tuple[int, str] = (0, "")
+    async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+        for _ in range(200):
+            try:
+                res = await http.get("/readyz")
+            except httpx.TransportError:
+                await asyncio.sleep(0.05)
+                continue
+            answer = (res.status_code, res.text)
+            if "nats: ok" in res.text:
+                break
+            await asyncio.sleep(0.05)
+    assert answer == (503, "nats: ok\nredis: not ready\n")
+    os.kill(os.getpid(), signal.SIGTERM)
+    async with asyncio.timeout(5):
+        assert await serving == 0
+    assert built == []
+    out = capsys.readouterr().out
+    assert '"event": "service.backend_unreachable"' in out
+    assert "Traceback" not in out
 
 
 async def test_a_build_that_fails_exits_1_with_one_log_line(
@@ -208,3 +245,26 @@ async def test_a_build_that_fails_exits_1_with_one_log_line(
     out = capsys.readouterr().out
     assert '"event": "service.start_failed"' in out
     assert "no such device" in out
+
+
+async def test_a_check_may_give_a_detail_for_readyz() -> None:
+    port = free_port()
+    stop = asyncio.Event()
+    checks: dict[str, ReadyCheck] = {
+        "outbox": lambda: Check(ok=False, detail="12 pending, oldest 3.0 s"),
+        "plain": lambda: True,
+    }
+    server = asyncio.create_task(serve_health_and_metrics("127.0.0.1", port, checks, stop))
+    try:
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            for _ in range(100):
+                try:
+                    res = await http.get("/readyz")
+                    break
+                except httpx.TransportError:
+                    await asyncio.sleep(0.05)
+        assert res.status_code == 503
+        assert res.text == "outbox: not ready (12 pending, oldest 3.0 s)\nplain: ok\n"
+    finally:
+        stop.set()
+        await server

@@ -72,7 +72,7 @@ def collector(
     return Collector(
         nc=nc,
         registry=registry,
-        publisher=Publisher(nc.jetstream(), clock),
+        publisher=Publisher(nc, clock),
         providers=providers,
         installation_id=ME,
         settings=settings,

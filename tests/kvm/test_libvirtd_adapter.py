@@ -303,7 +303,7 @@ async def test_restart_adopts_and_gc_removes_the_orphan(
         collector = Collector(
             nc=nc,
             registry=registry,
-            publisher=Publisher(nc.jetstream(), clock),
+            publisher=Publisher(nc, clock),
             providers=[name],
             installation_id=INSTALLATION,
             settings=GcSettings(min_age=0.0, request_timeout=5.0),

@@ -120,9 +120,7 @@ async def test_the_service_creates_traces_and_never_logs_secrets(
                 updated_at=now,
             )
         )
-        await Publisher(nc.jetstream(), SystemClock()).intent(
-            "kvmproc", CreateIntent(proxy_id=proxy_id)
-        )
+        await Publisher(nc, SystemClock()).intent("kvmproc", CreateIntent(proxy_id=proxy_id))
 
         async def started() -> bool:
             return await asyncio.to_thread(domain_active, libvirtd.uri, domain_name(proxy_id))

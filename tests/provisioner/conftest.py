@@ -99,7 +99,7 @@ def clock() -> SystemClock:
 
 @pytest.fixture
 def publisher(nc: NatsClient) -> Publisher:
-    return Publisher(nc.jetstream(), SystemClock())
+    return Publisher(nc, SystemClock())
 
 
 @pytest.fixture

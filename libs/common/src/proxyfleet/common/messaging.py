@@ -21,9 +21,11 @@ from nats.js.errors import BadRequestError
 from proxyfleet.common import subjects
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.errors import MessagingUnavailable
+from proxyfleet.common.logging import get_logger
 from proxyfleet.common.metrics import RETRIES
 from proxyfleet.common.models import CreateIntent, DeleteIntent, Event, Intent
 
+log = get_logger("proxyfleet.messaging")
 _encoder = msgspec.json.Encoder()
 intent_decoder: msgspec.json.Decoder[Intent] = msgspec.json.Decoder(Intent)
 event_decoder = msgspec.json.Decoder(Event)
@@ -60,11 +62,48 @@ def messaging_outage(what: str = "NATS") -> Iterator[None]:
         raise MessagingUnavailable(f"{what} unavailable: {detail}", RETRY_AFTER) from exc
 
 
+CONNECT_TRIES = 1
+"""Extra TCP tries (0.5 s apart) of one connect before it gives up: the caller's backoff
+(`proxyfleet.common.host.connect`) decides when to try again, and says so once."""
+
+
 async def connect_nats(url: str, name: str) -> NatsClient:
-    """Connect with endless reconnects: NATS going away delays work, never ends a service."""
-    return await nats.connect(
-        url, name=name, max_reconnect_attempts=-1, reconnect_time_wait=0.5, connect_timeout=5
-    )
+    """One attempt (MessagingUnavailable when NATS cannot be reached); once connected,
+    endless reconnects: NATS going away delays work, never ends a service."""
+    nc = NatsClient()
+
+    async def on_error(exc: Exception) -> None:
+        # nats-py reports every failed (re)connect here, with a traceback by default: the
+        # connect caller and the disconnect/reconnect callbacks already say what matters.
+        if not isinstance(exc, OSError | TimeoutError | nats.errors.Error):
+            log.warning("messaging.nats_error", name=name, error=repr(exc))
+
+    async def on_disconnect() -> None:
+        if not nc.is_closed:
+            log.warning("messaging.nats_disconnected", name=name)
+
+    async def on_reconnect() -> None:
+        log.info("messaging.nats_reconnected", name=name)
+
+    try:
+        await nc.connect(
+            url,
+            name=name,
+            max_reconnect_attempts=CONNECT_TRIES,
+            reconnect_time_wait=0.5,  # type: ignore[arg-type]  # annotated int, used as float
+            connect_timeout=5,
+            error_cb=on_error,
+            disconnected_cb=on_disconnect,
+            reconnected_cb=on_reconnect,
+        )
+    except (OSError, TimeoutError, nats.errors.Error) as exc:
+        await nc.close()
+        detail = str(exc) or type(exc).__name__
+        raise MessagingUnavailable(f"NATS at {url} unavailable: {detail}", RETRY_AFTER) from exc
+    # The client reads this option on every reconnect (nats-py keeps no copy): from now on
+    # it never gives up.
+    nc.options["max_reconnect_attempts"] = -1
+    return nc
 
 
 async def ensure_streams(js: JetStreamContext) -> None:
@@ -95,11 +134,20 @@ async def ensure_streams(js: JetStreamContext) -> None:
 
 class Publisher:
     """Publishes intents outside a state change (deduplicated by message id). Events, and
-    intents a state change implies, go through the store's outbox and its relay."""
+    intents a state change implies, go through the store's outbox and its relay.
 
-    def __init__(self, js: JetStreamContext, clock: Clock) -> None:
-        self._js = js
+    Every caller is level-triggered (the reconciler, gc and the API's repeated delete ask
+    again later), so while NATS is disconnected a publish fails at once with
+    MessagingUnavailable instead of going into the client's reconnect buffer: that buffer is
+    shared with the relay, and a full one drops messages (OutboundBufferLimitError)."""
+
+    def __init__(self, nc: NatsClient, clock: Clock, *, attempts: int = 5) -> None:
+        """`attempts`: publishes of one message before MessagingUnavailable (1 on a
+        request path, where the client retries)."""
+        self._nc = nc
+        self._js = nc.jetstream()
         self._clock = clock
+        self._attempts = attempts
 
     async def intent(self, provider: str, intent: Intent, dedupe_key: str = "") -> None:
         if isinstance(intent, CreateIntent):
@@ -128,10 +176,12 @@ class Publisher:
     ) -> None:
         """Bounded retries on named outages only, counted; then MessagingUnavailable."""
         async for attempt in stamina.retry_context(
-            on=MessagingUnavailable, attempts=5, timeout=30.0
+            on=MessagingUnavailable, attempts=self._attempts, timeout=30.0
         ):
             with attempt:
                 if attempt.num > 1:
                     RETRIES.labels(op=op).inc()
+                if not self._nc.is_connected:
+                    raise MessagingUnavailable("NATS disconnected: not buffered", RETRY_AFTER)
                 with messaging_outage("JetStream"):
                     await self._js.publish(subject, payload, headers=headers)

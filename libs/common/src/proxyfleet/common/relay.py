@@ -10,6 +10,11 @@ within its window. So an event is never lost once its state change is written.
 Acks, as the API's event sink measured: every entry is a JetStream message of its own, and
 only the last message of a batch to each stream asks for an ack. JetStream stores one
 connection's messages to a stream in order, so that ack stands for the messages before it.
+
+While NATS is disconnected the relay publishes nothing: the client would keep the messages
+in its reconnect buffer, and a full buffer drops them (OutboundBufferLimitError). The
+outbox holds them instead, in order, for as long as the outage lasts; the relay says how
+many are pending and resumes from the oldest once the client has reconnected.
 """
 
 from __future__ import annotations
@@ -26,11 +31,12 @@ from nats.aio.client import Client as NatsClient
 from prometheus_client import Counter, Gauge
 
 from proxyfleet.common import subjects
+from proxyfleet.common.clock import Clock, SystemClock
 from proxyfleet.common.errors import MessagingUnavailable, StoreUnavailable
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.messaging import messaging_outage
 from proxyfleet.common.metrics import RETRIES
-from proxyfleet.common.store.outbox import Outbox, OutboxEntry
+from proxyfleet.common.store.outbox import Backlog, Outbox, OutboxEntry
 
 log = get_logger("proxyfleet.relay")
 
@@ -43,6 +49,10 @@ RELAY_FAILURES = Counter(
 )
 OUTBOX_LENGTH = Gauge(
     "proxyfleet_outbox_length", "Entries in the outbox not yet published and acked."
+)
+OUTBOX_OLDEST_AGE = Gauge(
+    "proxyfleet_outbox_oldest_age_seconds",
+    "Age of the oldest entry in the outbox (0 when it is empty): how late events are.",
 )
 
 _ERROR = b'"error"'
@@ -67,6 +77,14 @@ class RelaySettings:
     """Publishes of one batch before it is left for later (counted as failed)."""
     retry_timeout: float = 30.0
     """Longest time spent retrying one batch."""
+    backlog_every: float = 1.0
+    """Seconds between refreshes of the outbox length and age metrics."""
+    pending_warn_every: float = 10.0
+    """Seconds between `relay.publish_pending` warnings while NATS stays away."""
+
+
+class _Disconnected(Exception):
+    """NATS is not connected: wait for the reconnect rather than buffer (not retried)."""
 
 
 def consumer_name(service: str) -> str:
@@ -82,10 +100,15 @@ class OutboxRelay:
         *,
         service: str,
         settings: RelaySettings | None = None,
+        clock: Clock | None = None,
     ) -> None:
         self._outbox = outbox
         self._nc = nc
         self._settings = settings or RelaySettings()
+        self._clock = clock or SystemClock()
+        self._next_backlog = 0.0
+        self._next_warning = 0.0
+        self._waiting = False
         self.consumer = consumer_name(service)
         self._store_ok = False
         self._next_claim = 0.0
@@ -98,6 +121,13 @@ class OutboxRelay:
         """The last outbox read reached Redis and NATS is connected."""
         return self._store_ok and self._nc.is_connected
 
+    async def backlog(self) -> Backlog:
+        """The outbox's length and its oldest entry's age (also set as the metrics)."""
+        backlog = await self._outbox.backlog(self._clock.now())
+        OUTBOX_LENGTH.set(backlog.length)
+        OUTBOX_OLDEST_AGE.set(backlog.oldest_age)
+        return backlog
+
     async def run(self, stop: asyncio.Event) -> None:
         """Relay until `stop` is set, then publish what is left (within `drain` seconds:
         what a stopping service wrote last goes out with it)."""
@@ -105,7 +135,9 @@ class OutboxRelay:
         await self._drain()  # not when cancelled: whoever cancels wants it to end now
 
     async def _drain(self) -> None:
-        with contextlib.suppress(StoreUnavailable, MessagingUnavailable, TimeoutError):
+        with contextlib.suppress(
+            StoreUnavailable, MessagingUnavailable, _Disconnected, TimeoutError
+        ):
             async with asyncio.timeout(self._settings.drain):
                 while await self.relay_once():
                     pass
@@ -113,6 +145,14 @@ class OutboxRelay:
     async def _relay_until(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             try:
+                await self._refresh_backlog()
+                if not self._nc.is_connected:
+                    await self._pending("nats_disconnected")
+                    await _wait(stop, self._settings.idle)
+                    continue
+                if self._waiting:
+                    self._waiting = False
+                    log.info("relay.publish_resumed", pending=len(self._unacked))
                 if not await self.relay_once():
                     await _wait(stop, self._settings.idle)
             except StoreUnavailable as exc:
@@ -120,10 +160,34 @@ class OutboxRelay:
                     log.warning("relay.outbox_unavailable", error=str(exc))
                 self._store_ok = False
                 await _wait(stop, 1.0)
+            except _Disconnected:
+                continue  # the next turn waits for the reconnect
             except MessagingUnavailable as exc:
                 RELAY_FAILURES.inc(len(self._unacked))
-                log.warning("relay.publish_failed", entries=len(self._unacked), error=str(exc))
+                await self._pending("publish_failed", error=str(exc))
                 await _wait(stop, 1.0)
+
+    async def _refresh_backlog(self) -> None:
+        now = asyncio.get_running_loop().time()
+        if now >= self._next_backlog:
+            self._next_backlog = now + self._settings.backlog_every
+            await self.backlog()
+
+    async def _pending(self, reason: str, **fields: str) -> None:
+        """Say what waits in the outbox (at most every `pending_warn_every` seconds)."""
+        now = asyncio.get_running_loop().time()
+        if self._waiting and now < self._next_warning:
+            return
+        self._waiting = True
+        self._next_warning = now + self._settings.pending_warn_every
+        backlog = await self.backlog()
+        log.warning(
+            "relay.publish_pending",
+            reason=reason,
+            pending=backlog.length,
+            oldest_age_s=round(backlog.oldest_age, 1),
+            **fields,
+        )
 
     async def relay_once(self) -> int:
         """Publish one batch (a failed one again, else claimed or new entries); returns
@@ -139,6 +203,8 @@ class OutboxRelay:
             timeout=self._settings.retry_timeout,
         ):
             with attempt:
+                if not self._nc.is_connected:
+                    raise _Disconnected  # into the reconnect buffer, it could be dropped
                 if attempt.num > 1:
                     RETRIES.labels(op="relay.publish").inc()
                 await self._publish(entries)

@@ -30,6 +30,36 @@ MAX_BODY_BYTES = 1 << 20
 """Largest request body accepted (413 above): the biggest valid one is a few KiB."""
 
 
+START_WAIT = 2.0
+"""Seconds the start waits for Redis and NATS before serving without them (503s)."""
+
+
+async def _run_backends(
+    app: Litestar, settings: ApiSettings, deps: AppDeps, stop: asyncio.Event, ready: asyncio.Event
+) -> None:
+    """Open the backends (retried until reached), publish the services on the app's state,
+    run the lease sweeper until `stop`, then close everything."""
+    async with deps.connect(settings, deps.clock) as backends:
+        services = build_services(settings, deps, backends)
+        app.state.services = services
+        ready.set()
+        sweeper = asyncio.create_task(run_sweeper(services.leases, settings.sweep_interval, stop))
+        await stop.wait()
+        try:
+            await asyncio.wait_for(sweeper, 5)
+        except TimeoutError:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
+
+
+def _log_failure(task: asyncio.Task[None]) -> None:
+    """The backends failed after the start (not an outage, which is retried): /readyz
+    stays 503 and this says why."""
+    if not task.cancelled() and (exc := task.exception()) is not None:
+        log.error("api.backends_failed", error=repr(exc))
+
+
 def create_app(settings: ApiSettings, deps: AppDeps) -> Litestar:
     """Raises ConfigError when the settings cannot serve (e.g. no token, not insecure)."""
     settings.check()
@@ -53,24 +83,27 @@ def create_app(settings: ApiSettings, deps: AppDeps) -> Litestar:
                 admin=auth.names(Scope.ADMIN),
                 client=auth.names(Scope.CLIENT),
             )
-        async with deps.connect(settings, deps.clock) as backends:
-            services = build_services(settings, deps, backends)
-            app.state.services = services
-            stop = asyncio.Event()
-            sweeper = asyncio.create_task(
-                run_sweeper(services.leases, settings.sweep_interval, stop)
-            )
-            log.info("api.started", host=settings.host, port=settings.port)
-            try:
-                yield
-            finally:
-                stop.set()
-                try:
-                    await asyncio.wait_for(sweeper, 5)
-                except TimeoutError:
-                    sweeper.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await sweeper
+        stop, ready = asyncio.Event(), asyncio.Event()
+        running = asyncio.create_task(_run_backends(app, settings, deps, stop, ready))
+        # A healthy start serves with its backends open; one that cannot reach them serves
+        # anyway (/readyz 503, other routes 503 with Retry-After) while they are tried again.
+        waiting = asyncio.create_task(ready.wait())
+        await asyncio.wait(
+            {running, waiting}, timeout=START_WAIT, return_when=asyncio.FIRST_COMPLETED
+        )
+        waiting.cancel()
+        if running.done():
+            running.result()  # a start that failed (not an outage) fails the server's start
+        running.add_done_callback(_log_failure)
+        log.info("api.started", host=settings.host, port=settings.port, ready=ready.is_set())
+        try:
+            yield
+        finally:
+            stop.set()
+            if not ready.is_set():
+                running.cancel()  # still trying to connect: nothing to finish
+            with contextlib.suppress(Exception, asyncio.CancelledError):  # logged already
+                await running
 
     app = Litestar(
         route_handlers=handlers,

@@ -14,6 +14,7 @@ from proxyfleet.api.leases.service import LeaseService
 from proxyfleet.api.providers.service import ProviderCatalog, ProviderService
 from proxyfleet.api.proxies.service import ProxyService
 from proxyfleet.api.settings import ApiSettings
+from proxyfleet.common.errors import TemporaryError
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,8 +40,20 @@ def build_services(settings: ApiSettings, deps: AppDeps, backends: Backends) -> 
     )
 
 
+NOT_YET = "the API is still connecting to Redis and NATS"
+
+
+def maybe_services(state: State) -> Services | None:
+    """The services once the backends are open, else None."""
+    return cast("Services | None", state.get("services"))
+
+
 def services_of(state: State) -> Services:
-    return cast(Services, state.services)
+    """The services; a TemporaryError (503, Retry-After) while the backends are not open."""
+    services = maybe_services(state)
+    if services is None:
+        raise TemporaryError(NOT_YET, retry_after=1.0)
+    return services
 
 
 def _proxies(state: State) -> ProxyService:

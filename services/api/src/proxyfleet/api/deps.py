@@ -12,7 +12,8 @@ from nats.aio.client import Client as NatsClient
 from proxyfleet.api.settings import ApiSettings
 from proxyfleet.common.clock import Clock, SystemClock
 from proxyfleet.common.errors import StoreUnavailable
-from proxyfleet.common.messaging import Publisher, connect_nats, ensure_streams
+from proxyfleet.common.host.connect import nats_with_streams, redis_reachable
+from proxyfleet.common.messaging import Publisher
 from proxyfleet.common.providers_config import ProvidersConfig
 from proxyfleet.common.relay import OutboxRelay
 from proxyfleet.common.store import LeaseStore, ProxyRegistry, ScriptMux, connect_redis
@@ -49,16 +50,16 @@ Connector = Callable[[ApiSettings, Clock], AbstractAsyncContextManager[Backends]
 
 @asynccontextmanager
 async def open_backends(settings: ApiSettings, clock: Clock) -> AsyncIterator[Backends]:
-    """Connect to Redis and NATS, declare the streams, run the outbox relay; on exit stop
-    the relay (it publishes what is left for up to 2 s; the rest waits in the outbox for
-    another replica) and close both."""
+    """Reach Redis and NATS (each tried with backoff until it answers, see
+    `proxyfleet.common.host.connect`), declare the streams, run the outbox relay; on exit
+    stop the relay (it publishes what is left for up to 2 s; the rest waits in the outbox
+    for another replica) and close both."""
     common = settings.common
     redis = connect_redis(common.redis_url)
     try:
-        nc = await connect_nats(common.nats_url, name="proxyfleet-api")
+        await redis_reachable("api", common.redis_url, redis)
+        nc = await nats_with_streams("api", common.nats_url)
         try:
-            js = nc.jetstream()
-            await ensure_streams(js)
             policy = LeasePolicy(
                 cooldown=settings.cooldown,
                 max_ttl=settings.max_lease_ttl,
@@ -76,7 +77,8 @@ async def open_backends(settings: ApiSettings, clock: Clock) -> AsyncIterator[Ba
                     relay=relay,
                     registry=registry,
                     leases=LeaseStore(redis, clock, policy, namespace=common.namespace, mux=mux),
-                    publisher=Publisher(js, clock),
+                    # One attempt: a request never waits on NATS (the client may retry).
+                    publisher=Publisher(nc, clock, attempts=1),
                     ping_redis=registry.ping,
                     nats=nc,
                 )

@@ -15,10 +15,17 @@ log = get_logger(__name__)
 
 
 async def run_sweeper(leases: LeaseService, interval: float, stop: asyncio.Event) -> None:
+    failing = False
     while not stop.is_set():
         try:
             await leases.sweep()
         except StoreUnavailable as exc:
-            log.warning("api.sweep_failed", error=str(exc))
+            if not failing:  # once per outage, not once per interval
+                log.warning("api.sweep_failed", error=str(exc))
+            failing = True
+        else:
+            if failing:
+                log.info("api.sweep_resumed")
+            failing = False
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(stop.wait(), interval)

@@ -14,7 +14,7 @@ async def build(ctx: host.Context[GcSettings]) -> host.Parts:
     collector = Collector(
         nc=ctx.nats,
         registry=ProxyRegistry(ctx.redis, ctx.clock, namespace=ctx.common.namespace),
-        publisher=Publisher(ctx.nats.jetstream(), ctx.clock),
+        publisher=Publisher(ctx.nats, ctx.clock),
         providers=[p.name for p in ctx.providers.providers],
         installation_id=ctx.common.installation_id,
         settings=ctx.settings,

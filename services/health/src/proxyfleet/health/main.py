@@ -25,7 +25,10 @@ async def build(ctx: host.Context[HealthSettings]) -> host.Parts:
         clock=ctx.clock,
         providers=[p.name for p in ctx.providers.providers],
     )
-    return host.Parts(components={"worker": worker.run}, ready={"worker": lambda: worker.ready})
+    return host.Parts(
+        components={"worker": worker.run},
+        ready={"worker": lambda: worker.ready, "outbox": host.outbox_check(worker.relay)},
+    )
 
 
 SERVICE = host.Service(

@@ -198,8 +198,11 @@ class HealthWorker:
             result = outcome.result
             kinds[outcome.kind] += 1
             metrics.PROBE_SECONDS_BY_RESULT[outcome.kind].observe(result.latency_ms / 1000)
-            with contextlib.suppress(nats.errors.Error):  # not persisted: dropped if NATS is away
-                await self._nc.publish(subjects.probe_subject(proxy.id), _encode(result))
+            # Not persisted and superseded by the next probe: skipped while NATS is away
+            # rather than put in the reconnect buffer the relay needs.
+            if self._nc.is_connected:
+                with contextlib.suppress(nats.errors.Error):
+                    await self._nc.publish(subjects.probe_subject(proxy.id), _encode(result))
             decision = decide_after_probe(
                 proxy.phase,
                 result.ok,

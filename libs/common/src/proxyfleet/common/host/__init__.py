@@ -7,6 +7,15 @@ NATS and Redis, the health/metrics server (`http`), one task group, an orderly c
 
 from proxyfleet.common.host.command import main
 from proxyfleet.common.host.options import env_name
-from proxyfleet.common.host.spec import Context, LoopRunner, Parts, Service
+from proxyfleet.common.host.spec import Check, Context, LoopRunner, Parts, Service, outbox_check
 
-__all__ = ["Context", "LoopRunner", "Parts", "Service", "env_name", "main"]
+__all__ = [
+    "Check",
+    "Context",
+    "LoopRunner",
+    "Parts",
+    "Service",
+    "env_name",
+    "main",
+    "outbox_check",
+]

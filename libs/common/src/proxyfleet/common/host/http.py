@@ -7,7 +7,7 @@ import asyncio
 import inspect
 from collections.abc import Mapping
 
-from proxyfleet.common.host.spec import ReadyCheck
+from proxyfleet.common.host.spec import Check, ReadyCheck
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.metrics import render_metrics
 
@@ -19,20 +19,25 @@ CHECK_TIMEOUT = 2.0
 """Seconds one readiness check may take before it counts as failed."""
 
 
-async def readiness(checks: Mapping[str, ReadyCheck]) -> dict[str, bool]:
+async def readiness(checks: Mapping[str, ReadyCheck]) -> dict[str, Check]:
     """Each check's result; a check that raises or hangs counts as not ready."""
 
-    async def one(check: ReadyCheck) -> bool:
+    async def one(check: ReadyCheck) -> Check:
         try:
             answer = check()
             if inspect.isawaitable(answer):
                 answer = await asyncio.wait_for(answer, CHECK_TIMEOUT)
-            return bool(answer)
         except Exception:  # a broken check must answer "not ready", whatever it raised
-            return False
+            return Check(ok=False)
+        return answer if isinstance(answer, Check) else Check(ok=bool(answer))
 
     results = await asyncio.gather(*(one(c) for c in checks.values()))
     return dict(zip(checks, results, strict=True))
+
+
+def _line(name: str, check: Check) -> str:
+    detail = f" ({check.detail})" if check.detail else ""
+    return f"{name}: {'ok' if check.ok else 'not ready'}{detail}\n"
 
 
 async def serve_health_and_metrics(
@@ -56,11 +61,9 @@ async def serve_health_and_metrics(
                 status, body = "200 OK", b"ok\n"
             elif path == "/readyz":
                 results = await readiness(checks)
-                ok = all(results.values())
+                ok = all(c.ok for c in results.values())
                 status = "200 OK" if ok else "503 Service Unavailable"
-                body = "".join(
-                    f"{name}: {'ok' if good else 'not ready'}\n" for name, good in results.items()
-                ).encode()
+                body = "".join(_line(name, c) for name, c in results.items()).encode()
             elif path == "/metrics":
                 body, ctype = render_metrics()
                 status = "200 OK"

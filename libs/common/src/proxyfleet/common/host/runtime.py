@@ -18,10 +18,10 @@ from nats.aio.client import Client as NatsClient
 
 from proxyfleet.common.clock import Clock, SystemClock
 from proxyfleet.common.errors import ConfigError, MessagingUnavailable
+from proxyfleet.common.host.connect import nats_with_streams, redis_reachable
 from proxyfleet.common.host.http import serve_health_and_metrics
 from proxyfleet.common.host.spec import Context, Parts, ReadyCheck, Service
 from proxyfleet.common.logging import get_logger
-from proxyfleet.common.messaging import connect_nats, ensure_streams
 from proxyfleet.common.providers_config import ProvidersConfig
 from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import connect_redis
@@ -64,20 +64,22 @@ class Connections:
     nats: NatsClient | None = None
     redis: aioredis.Redis | None = None
 
-    def checks(self) -> dict[str, ReadyCheck]:
-        """A readiness check per backend this service uses."""
+    def checks(self, *, with_nats: bool, with_redis: bool) -> dict[str, ReadyCheck]:
+        """A readiness check per backend the service uses (not ready until connected)."""
         checks: dict[str, ReadyCheck] = {}
-        if (nc := self.nats) is not None:
+        if with_nats:
 
             async def nats_connected() -> bool:
-                return bool(nc.is_connected)
+                return self.nats is not None and bool(self.nats.is_connected)
 
             checks["nats"] = nats_connected
-        if (client := self.redis) is not None:
+        if with_redis:
 
             async def redis_ping() -> bool:
+                if self.redis is None:
+                    return False
                 try:
-                    return bool(await asyncio.wait_for(client.ping(), REDIS_PING_TIMEOUT))
+                    return bool(await asyncio.wait_for(self.redis.ping(), REDIS_PING_TIMEOUT))
                 except (redis.exceptions.RedisError, OSError, TimeoutError):
                     return False
 
@@ -116,6 +118,10 @@ async def serve(
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, on_signal, sig)
     conns = Connections()
+    # The health server answers from the start: /readyz says 503 until every backend is
+    # reached and the build is done (the checks are filled in as the start proceeds).
+    checks = conns.checks(with_nats=service.needs_nats, with_redis=service.needs_redis)
+    health = _start_health_server(settings, checks, stop)
     try:
         await until_stopped(_connect(service, common, settings, conns), stop)
         ctx = Context(
@@ -129,12 +135,15 @@ async def serve(
             redis_client=conns.redis,
         )
         parts = await until_stopped(service.build(ctx), stop)
-        return await _run_parts(service, settings, parts, conns, stop)
+        checks.update(parts.ready)
+        return await _run_parts(service, parts, health, stop)
     except Stopped:
+        if health is not None and health.done() and not health.cancelled() and health.exception():
+            return EXIT_FAILED  # the health server failed (port taken): logged by it
         log.info("service.stopped", service=service.name, during="start")
         return EXIT_OK
     except MessagingUnavailable as exc:
-        log.error("service.nats_unreachable", service=service.name, error=str(exc))  # noqa: TRY400
+        log.error("service.backend_unreachable", service=service.name, error=str(exc))  # noqa: TRY400
         return EXIT_FAILED
     except ConfigError as exc:
         return report_config_error(service.name, exc)
@@ -142,30 +151,57 @@ async def serve(
         log.exception("service.start_failed", service=service.name, error=repr(exc))
         return EXIT_FAILED
     finally:
+        if health is not None and not health.done():
+            stop.set()
+            await asyncio.gather(health, return_exceptions=True)
         await conns.close()
         for sig in (signal.SIGTERM, signal.SIGINT):
             loop.remove_signal_handler(sig)
 
 
+def _start_health_server(
+    settings: object, checks: dict[str, ReadyCheck], stop: asyncio.Event
+) -> asyncio.Task[None] | None:
+    """The /healthz /readyz /metrics server as a task (None without a metrics port); one
+    that fails stops the service."""
+    port: Any = getattr(settings, "metrics_port", 0)
+    if not port:
+        return None
+    host = str(getattr(settings, "metrics_host", "127.0.0.1"))
+    task = asyncio.create_task(serve_health_and_metrics(host, port, checks, stop))
+
+    def done(t: asyncio.Task[None]) -> None:
+        if not t.cancelled() and (exc := t.exception()) is not None:
+            log.error("service.component_failed", component="health-server", error=repr(exc))
+        stop.set()
+
+    task.add_done_callback(done)
+    return task
+
+
 async def _connect(
     service: Service[S], common: CommonSettings, settings: S, conns: Connections
 ) -> None:
-    if service.needs_nats:
-        connecting = connect_nats(common.nats_url, name=f"proxyfleet-{service.name}")
-        timeout = service.connect_timeout(settings)
-        try:
-            conns.nats = await (asyncio.wait_for(connecting, timeout) if timeout else connecting)
-        except TimeoutError:
-            raise MessagingUnavailable(
-                f"NATS at {common.nats_url}: not reachable within {timeout:g} s"
-            ) from None
-        await ensure_streams(conns.nats.jetstream())
-    if service.needs_redis:
-        conns.redis = connect_redis(common.redis_url)
+    """Each backend the service needs, tried until reached (or until the service's
+    connect timeout, when it has one)."""
+    timeout = service.connect_timeout(settings)
+    try:
+        async with asyncio.timeout(timeout):
+            if service.needs_nats:
+                conns.nats = await nats_with_streams(service.name, common.nats_url)
+            if service.needs_redis:
+                conns.redis = connect_redis(common.redis_url)
+                await redis_reachable(service.name, common.redis_url, conns.redis)
+    except TimeoutError:
+        missing = "NATS" if service.needs_nats and conns.nats is None else "Redis"
+        url = common.nats_url if missing == "NATS" else common.redis_url
+        raise MessagingUnavailable(
+            f"{missing} at {url}: not reachable within {timeout:g} s"
+        ) from None
 
 
 async def _run_parts(
-    service: Service[S], settings: S, parts: Parts, conns: Connections, stop: asyncio.Event
+    service: Service[S], parts: Parts, health: asyncio.Task[None] | None, stop: asyncio.Event
 ) -> int:
     failed: list[str] = []
 
@@ -180,12 +216,6 @@ async def _run_parts(
 
     try:
         async with asyncio.TaskGroup() as tasks:
-            port: Any = getattr(settings, "metrics_port", 0)
-            if port:
-                checks = {**conns.checks(), **parts.ready}
-                host = str(getattr(settings, "metrics_host", "127.0.0.1"))
-                server = serve_health_and_metrics(host, port, checks, stop)
-                tasks.create_task(component("health-server", lambda _: server))
             for name, run in parts.components.items():
                 tasks.create_task(component(name, run))
             loop = type(asyncio.get_running_loop()).__module__.split(".")[0]
@@ -201,6 +231,10 @@ async def _run_parts(
                 await close()
             except Exception as exc:  # one closer failing must not skip the others
                 log.warning("service.close_failed", service=service.name, error=repr(exc))
+    if health is not None:
+        await asyncio.gather(health, return_exceptions=True)
+        if not health.cancelled() and health.exception() is not None:
+            failed.append("health-server")
     code = EXIT_FAILED if failed else parts.exit_code()
     log.info("service.stopped", service=service.name, exit_code=code)
     return code

@@ -12,15 +12,41 @@ import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
 
 from proxyfleet.common.clock import Clock
+from proxyfleet.common.errors import StoreUnavailable
 from proxyfleet.common.providers_config import ProvidersConfig
+from proxyfleet.common.relay import OutboxRelay
 from proxyfleet.common.settings import CommonSettings
 
 S = TypeVar("S")
 
 Run = Callable[[asyncio.Event], Awaitable[None]]
 """A long-running component: works until the event is set, then returns."""
-ReadyCheck = Callable[[], "Awaitable[bool] | bool"]
-"""A readiness check: a function returning a bool, or a coroutine function."""
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """A readiness answer with a detail for /readyz (e.g. the outbox's backlog)."""
+
+    ok: bool
+    detail: str = ""
+
+
+def outbox_check(relay: OutboxRelay) -> Callable[[], Awaitable[Check]]:
+    """A readiness check of an outbox relay, with its backlog as the detail."""
+
+    async def check() -> Check:
+        ok = await relay.ready()
+        try:
+            backlog = await relay.backlog()
+        except StoreUnavailable:
+            return Check(ok=False, detail="outbox unreadable")
+        return Check(ok=ok, detail=f"{backlog.length} pending, oldest {backlog.oldest_age:.1f} s")
+
+    return check
+
+
+ReadyCheck = Callable[[], "Awaitable[bool | Check] | bool | Check"]
+"""A readiness check: a function returning a bool (or a Check), or a coroutine function."""
 Closer = Callable[[], Awaitable[object]]
 LoopRunner = Callable[[Coroutine[Any, Any, int]], int]
 """Runs the service's main coroutine on an event loop (asyncio.run, uvloop.run...)."""

@@ -13,7 +13,7 @@ import nats.errors
 from nats.aio.client import Client as NatsClient
 
 from proxyfleet.common.clock import Clock, SystemClock
-from proxyfleet.common.host import Context, Parts, Service
+from proxyfleet.common.host import Context, Parts, Service, outbox_check
 from proxyfleet.common.messaging import Publisher, ensure_streams
 from proxyfleet.common.provider import Provider
 from proxyfleet.common.providers_config import ProviderConfig, ProvidersConfig, load_provider
@@ -49,7 +49,7 @@ class ProvisionerRunner:
         clock = clock or SystemClock()
         self._nc = nc
         self._js = nc.jetstream()
-        publisher = Publisher(self._js, clock)
+        publisher = Publisher(nc, clock)
         self.relay = relay or OutboxRelay(
             registry.outbox, nc, service=f"provisioner-{settings.provider}"
         )
@@ -112,7 +112,7 @@ def provisioner_service(
         )
         return Parts(
             components={"runner": runner.run},
-            ready={"runner": runner.ready},
+            ready={"runner": runner.ready, "outbox": outbox_check(runner.relay)},
             close=[provider.close],
         )
 

@@ -30,6 +30,14 @@ class OutboxEntry:
     body: bytes
 
 
+@dataclass(frozen=True, slots=True)
+class Backlog:
+    length: int
+    """Entries not yet published and acked."""
+    oldest_age: float
+    """Seconds since the oldest of them was written (0 when there is none)."""
+
+
 def _entries(rows: Sequence[Any]) -> list[OutboxEntry]:
     out = []
     for entry_id, fields in rows:
@@ -94,6 +102,18 @@ class Outbox:
     async def length(self) -> int:
         """Entries not yet published and acked (the relays' backlog)."""
         return int(await self._redis.xlen(self.key))
+
+    async def backlog(self, now: float) -> Backlog:
+        """Length and oldest entry's age at `now` (one round trip; the age comes from the
+        entry id, which is Redis' clock in milliseconds when it was written)."""
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.xlen(self.key)
+            pipe.xrange(self.key, "-", "+", count=1)
+            length, first = await pipe.execute()
+        if not first:
+            return Backlog(int(length), 0.0)
+        written = int(str(first[0][0]).split("-", 1)[0]) / 1000
+        return Backlog(int(length), max(0.0, now - written))
 
     async def pending(self) -> int:
         """Entries read by some relay and not acked yet."""
