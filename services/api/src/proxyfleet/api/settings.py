@@ -47,6 +47,10 @@ class ApiSettings:
     """How long a `blocked` report bans the lease's proxy for that target."""
     sweep_interval: float = option(1.0, env_aliases=("PROXYFLEET_SWEEP_INTERVAL",))
     """Seconds between two runs of the sweeper that ends expired leases."""
+    max_probe_age: float = 20.0
+    """Seconds since a proxy's last good health probe beyond which grants skip it (4x
+    health's default --interval, so a stopped health service leaves no dead proxy
+    grantable); keep it a few times health's --interval. 0: no check."""
 
     def check(self) -> ApiSettings:
         """These settings; ConfigError naming the setting when they cannot serve."""
@@ -72,6 +76,8 @@ class ApiSettings:
             if not (math.isfinite(value) and value > 0):
                 flag = "--" + name.replace("_", "-")
                 raise ConfigError(f"{flag}: expected seconds > 0, got {value}")
+        if not (math.isfinite(self.max_probe_age) and self.max_probe_age >= 0):
+            raise ConfigError(f"--max-probe-age: expected seconds >= 0, got {self.max_probe_age}")
         if self.default_lease_ttl > self.max_lease_ttl:
             raise ConfigError(
                 f"--default-lease-ttl ({self.default_lease_ttl}) is longer than "

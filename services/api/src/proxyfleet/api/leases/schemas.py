@@ -62,6 +62,9 @@ class LeaseOut(msgspec.Struct, kw_only=True):
     target: str
     granted_at: float
     expires_at: float
+    reason: str = ""
+    """Why a revoked lease was revoked, e.g. `proxy unhealthy: <probe error>`, `proxy
+    failed: ...`, `proxy deleted`; empty otherwise."""
 
 
 class RenewLease(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
