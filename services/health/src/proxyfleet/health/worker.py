@@ -250,6 +250,7 @@ class HealthWorker:
             phase=phase.value,
             gen=moved.gen,
             **({"reason": decision.reason} if decision.reason else {}),
+            **({"revoked_lease": moved.ended_lease_id} if moved.ended_lease_id else {}),
         )
 
     # ---- gauges -------------------------------------------------------------------------
