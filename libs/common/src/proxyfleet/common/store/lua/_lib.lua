@@ -88,7 +88,8 @@ end
 local function not_active(lkey, state)
   if state == 'revoked' then
     local why = redis.call('HGET', lkey, 'reason')
-    return {-2, 'lease revoked: ' .. ((why and why ~= '') and why or 'proxy gone'), 'lease_revoked'}
+    if not why or why == '' then why = 'proxy gone' end
+    return {-2, 'lease revoked: ' .. why, 'lease_revoked'}
   end
   return {-2, 'lease is ' .. state}
 end

@@ -4,7 +4,7 @@
 --       max_probe_age (0 = no check)
 -- -> {1, proxy_id, epoch, expires_at, {provider, zone, host, port, username, password}}
 --  | {0, retry_after, stale} nothing available (stale: candidates skipped for their probe)
---  | {-1} no such proxy | {-3, reason, retry_after} specific proxy not grantable
+--  | {-1} no such proxy | {-3, reason, retry_after[, code]} specific proxy not grantable
 local now, lease_id, holder, target = tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
 local ttl, want, provider, zone = tonumber(ARGV[6]), ARGV[7], ARGV[8], ARGV[9]
 local labels_json, scan_limit, retry = ARGV[10], tonumber(ARGV[11]), tonumber(ARGV[12])
@@ -68,8 +68,8 @@ if want ~= '' then
     return {-3, 'proxy is cooling down', tostring(avail_at - now)}
   end
   if not fresh(want) then
-    return {-3, string.format('proxy has no good probe in the last %g s', max_age), tostring(retry),
-      'probe_stale'}
+    local why = string.format('proxy has no good probe in the last %g s', max_age)
+    return {-3, why, tostring(retry), 'probe_stale'}
   end
   if banned(want) then
     local until_ = tonumber(redis.call('ZSCORE', ban_key, want))
