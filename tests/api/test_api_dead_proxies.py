@@ -4,8 +4,11 @@ and release answer 409 `lease_revoked` saying why, GET shows it."""
 
 from __future__ import annotations
 
+import pytest
 from tests.api.helpers import Api, ApiFactory, Recorder, error_of, probed, ready_proxy
 
+from proxyfleet.api.settings import ApiSettings
+from proxyfleet.common.errors import ConfigError
 from proxyfleet.common.models import Phase
 
 
@@ -61,3 +64,10 @@ async def test_a_lease_on_a_proxy_turned_unhealthy_is_revoked_and_says_why(
     got = (await api.client.get(f"/v1/leases/{lid}")).json()
     assert (got["state"], got["reason"]) == ("revoked", "proxy unhealthy: connect refused")
     assert got["proxy_id"] == "pu1"
+
+
+def test_max_probe_age_must_be_seconds_or_zero() -> None:
+    with pytest.raises(ConfigError, match="--max-probe-age"):
+        ApiSettings(insecure_dev=True, max_probe_age=-1).check()
+    assert ApiSettings(insecure_dev=True, max_probe_age=0).check().max_probe_age == 0
+    assert ApiSettings().max_probe_age == 20.0  # 4x health's default interval
