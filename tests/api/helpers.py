@@ -202,10 +202,16 @@ async def ready_proxy(
     assert await api.registry.create(proxy)
     await api.registry.transition(pid, Phase.PROVISIONING)
     await api.registry.transition(pid, Phase.BOOTING, host="127.0.0.1", port=port)
-    await api.registry.transition(pid, Phase.READY)
+    await api.registry.transition(pid, Phase.READY, last_ok_at=now)  # health's good probe
     got = await api.registry.get(pid)
     assert got is not None
     return got
+
+
+async def probed(api: Api, *pids: str) -> None:
+    """A good probe of each proxy now, as health records it (after the clock moved on)."""
+    for pid in pids:
+        await api.registry.update(pid, last_ok_at=api.clock.now())
 
 
 async def snapshot(client: aioredis.Redis) -> dict[str, Any]:

@@ -53,7 +53,7 @@ async def seed(client: aioredis.Redis) -> None:
         )
         await registry.transition(pid, Phase.PROVISIONING)
         await registry.transition(pid, Phase.BOOTING, host="127.0.0.1", port=3128 + i)
-        await registry.transition(pid, Phase.READY)
+        await registry.transition(pid, Phase.READY, last_ok_at=now)
 
 
 async def test_no_proxy_is_ever_leased_twice_across_two_api_processes(
@@ -66,6 +66,7 @@ async def test_no_proxy_is_ever_leased_twice_across_two_api_processes(
         "--nats-url", nats_url,
         "--providers-config", str(cfg),
         "--cooldown", "0",
+        "--max-probe-age", "3600",  # no health here: the seeded probe stays good
         "--sweep-interval", "0.1",
         "--log-level", "warning",
     ]  # fmt: skip

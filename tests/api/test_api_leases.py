@@ -13,6 +13,7 @@ from tests.api.helpers import (
     ApiFactory,
     Recorder,
     error_of,
+    probed,
     ready_proxy,
     snapshot,
 )
@@ -97,6 +98,7 @@ async def test_unavailable_is_503_with_retry_after(api: Api) -> None:
     r = await api.client.post("/v1/leases", json={})
     assert r.headers["retry-after"] == "1"  # ceil(0.5)
     api.clock.advance(0.5)
+    await probed(api, "pu1")  # health kept probing meanwhile
     await grant(api)
 
 
@@ -175,6 +177,7 @@ async def test_blocked_report_bans_the_proxy_for_that_target(api: Api) -> None:
     assert r.json()["target"] == "shop.example"
     await api.client.post(f"/v1/leases/{lid}/release", json={"epoch": 1})
     api.clock.advance(31)  # past the cooldown
+    await probed(api, "pb1")
     r = await api.client.post("/v1/leases", json={"target": "shop.example"})
     assert r.status_code == 503
     assert (await grant(api, target="other.example"))["proxy"]["id"] == "pb1"  # type: ignore[index]

@@ -27,4 +27,4 @@ async def make_ready(registry: ProxyRegistry, proxy: Proxy) -> None:
     assert await registry.create(proxy)
     await registry.transition(proxy.id, Phase.PROVISIONING)
     await registry.transition(proxy.id, Phase.BOOTING, host="127.0.0.1", port=3128)
-    await registry.transition(proxy.id, Phase.READY)
+    await registry.transition(proxy.id, Phase.READY, last_ok_at=proxy.created_at)

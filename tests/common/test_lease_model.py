@@ -1,6 +1,7 @@
 """Model-based test of the lease store on real Redis: hypothesis drives random sequences of
-grants, releases, reports, renewals, expiries, health flips and clock moves, and every
-answer is checked against a plain-Python model of the rules in the brief (section 4)."""
+grants, releases, reports, renewals, expiries, health flips (which revoke a lease) and clock
+moves, and every answer is checked against a plain-Python model of the rules in the brief
+(section 4)."""
 
 from __future__ import annotations
 
@@ -154,6 +155,10 @@ class LeaseRules(RuleBasedStateMachine):
         if pid in self.ready:
             self.run(self.registry.transition(pid, Phase.UNHEALTHY))
             self.ready.discard(pid)
+            revoked = self.active.pop(pid, None)  # its lease ends with it, no cooldown
+            if revoked is not None:
+                self.avail_at[pid] = self.clock.now()
+                self.ended.append(revoked)
         else:
             self.run(self.registry.transition(pid, Phase.READY))
             self.ready.add(pid)

@@ -147,10 +147,27 @@ def test_journey(stack: Stack, events: list[str]) -> None:
     assert r.status_code == 409
     assert "banned" in r.json()["message"]
 
-    # 6. kill -9 one proxy process: unhealthy; then delete it: gone
+    # 6. a hung proxy process (SIGSTOP): unhealthy, and the lease on it revoked with the
+    #    reason; kill -9 it: the provisioner restarts it on its port and it is ready again;
+    #    then delete it: gone
     victim = ids[2]
-    os.killpg(marker_pid(state_dir, victim), signal.SIGKILL)
-    wait_for("unhealthy", lambda: admin.proxy(victim)["phase"] == "unhealthy", timeout=15)
+    r = client.http.post("/v1/leases", json={"proxy_id": victim, "ttl": 120})
+    assert r.status_code == 201, r.text
+    held = r.json()
+    hung = marker_pid(state_dir, victim)
+    os.killpg(hung, signal.SIGSTOP)
+    try:
+        wait_for("unhealthy", lambda: admin.proxy(victim)["phase"] == "unhealthy", timeout=15)
+    finally:
+        os.killpg(hung, signal.SIGKILL)
+    got = client.http.get(f"/v1/leases/{held['lease_id']}").json()
+    assert got["state"] == "revoked"
+    assert got["reason"].startswith("proxy unhealthy: ")
+    r = client.http.post(f"/v1/leases/{held['lease_id']}/renew", json={"epoch": held["epoch"]})
+    assert r.status_code == 409
+    assert r.json()["error"] == "lease_revoked"
+    wait_for("restarted", lambda: marker_pid(state_dir, victim) not in (0, hung), timeout=15)
+    wait_for("ready again", lambda: admin.proxy(victim)["phase"] == "ready", timeout=15)
     r = admin.http.delete(f"/v1/proxies/{victim}", params={"force": "true"})
     assert r.status_code == 202, r.text
     wait_for("deleted", lambda: admin.proxy(victim)["phase"] == "deleted")
@@ -212,5 +229,6 @@ def test_journey(stack: Stack, events: list[str]) -> None:
         "lease.granted",
         "lease.released",
         "lease.reported",
+        "lease.revoked",
     }
     wait_for("events", lambda: expected <= set(events), timeout=5)

@@ -138,6 +138,7 @@ def _parse(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--cooldown", type=float, default=0.0)
+    parser.add_argument("--max-probe-age", type=float, default=20.0)
     parser.add_argument("--nats-url", required=True)
     parser.add_argument("--redis-url", required=True)
     parser.add_argument("--providers-config", required=True)
@@ -161,6 +162,7 @@ def main(argv: list[str] | None = None) -> None:
         port=args.port,
         client_tokens=tuple(t for t in tokens.split(",") if t),
         cooldown=args.cooldown,
+        max_probe_age=args.max_probe_age,
     )
     configure_logging("api", args.log_level, "json")
     app = create_bench_app(settings, load_providers_config(args.providers_config))

@@ -95,6 +95,9 @@ async def start_api(env: BenchEnv, *, cooldown: float) -> ApiProcess:
         "--host", "127.0.0.1",
         "--port", str(port),
         "--cooldown", repr(cooldown),
+        # No health in the API runs: the seeded good probe stays recent; every grant still
+        # makes the freshness check.
+        "--max-probe-age", "86400",
         "--nats-url", env.nats_url,
         "--redis-url", env.redis_url,
         "--providers-config", str(config),

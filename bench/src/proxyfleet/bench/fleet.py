@@ -72,7 +72,7 @@ async def seed_ready(
                 # ARGV of transition.lua: id, expected gen (-1 any), allowed from ('' any),
                 # to, now, deleted ttl, unleased only, event id, delete reason, then
                 # field/value pairs.
-                fields = ["host", "127.0.0.1", "port", encode_value(port)]
+                fields = ["host", "127.0.0.1", "port", encode_value(port), "last_ok_at", repr(now)]
                 await scripts.queue(
                     pipe, "transition", proxy.id, -1, "", Phase.READY.value, repr(now),
                     DELETED_TTL, "0", fast_id("e"), "", *fields,

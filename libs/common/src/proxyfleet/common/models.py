@@ -51,6 +51,8 @@ class Proxy(msgspec.Struct, kw_only=True):
     ok_streak: int = 0
     fail_streak: int = 0
     last_probe_at: float = 0.0
+    last_ok_at: float = 0.0
+    """When health last probed this proxy successfully; grants skip one too long ago."""
     last_probe_error: str = ""
     latency_ms: float = 0.0
     egress_ip: str = ""
@@ -72,6 +74,8 @@ class Lease(msgspec.Struct, kw_only=True):
     client: str = ""
     """The name of the token that granted it: its owner ("" for leases from before owners
     were recorded)."""
+    reason: str = ""
+    """Why a revoked lease was revoked (proxy unhealthy, failed, deleted); else empty."""
 
 
 # ---- intents (api/health/gc -> provisioner) -------------------------------------------

@@ -64,6 +64,7 @@ async def open_backends(settings: ApiSettings, clock: Clock) -> AsyncIterator[Ba
                 cooldown=settings.cooldown,
                 max_ttl=settings.max_lease_ttl,
                 ban_seconds=settings.ban_seconds,
+                max_probe_age=settings.max_probe_age,
             )
             # The lease and registry scripts of the request path share one pipelined
             # connection (ScriptMux).

@@ -52,6 +52,10 @@ class ApiSettings:
     """Seconds between two runs of the sweeper that ends expired leases."""
     idempotency_ttl: float = 86_400.0
     """Seconds a create's Idempotency-Key is remembered (a retry after that creates again)."""
+    max_probe_age: float = 20.0
+    """Seconds since a proxy's last good health probe beyond which grants skip it (4x
+    health's default --interval, so a stopped health service leaves no dead proxy
+    grantable); keep it a few times health's --interval. 0: no check."""
 
     def check(self) -> ApiSettings:
         """These settings; ConfigError naming the setting when they cannot serve."""
@@ -84,6 +88,8 @@ class ApiSettings:
             if not (math.isfinite(value) and value > 0):
                 flag = "--" + name.replace("_", "-")
                 raise ConfigError(f"{flag}: expected seconds > 0, got {value}")
+        if not (math.isfinite(self.max_probe_age) and self.max_probe_age >= 0):
+            raise ConfigError(f"--max-probe-age: expected seconds >= 0, got {self.max_probe_age}")
         if self.default_lease_ttl > self.max_lease_ttl:
             raise ConfigError(
                 f"--default-lease-ttl ({self.default_lease_ttl}) is longer than "

@@ -253,6 +253,7 @@ class HealthWorker:
             phase=phase.value,
             gen=moved.gen,
             **({"reason": decision.reason} if decision.reason else {}),
+            **({"revoked_lease": moved.ended_lease_id} if moved.ended_lease_id else {}),
         )
 
     # ---- gauges -------------------------------------------------------------------------
@@ -271,8 +272,8 @@ class HealthWorker:
 
 
 def _probe_fields(decision: ProbeDecision, result: ProbeResult) -> dict[str, Any]:
-    """What a probe writes on its proxy: streaks, time, error; latency and egress IP when
-    it succeeded (a failure keeps the last known ones)."""
+    """What a probe writes on its proxy: streaks, time, error; the time of the last good
+    probe, latency and egress IP when it succeeded (a failure keeps the last known ones)."""
     fields: dict[str, Any] = {
         "ok_streak": decision.ok_streak,
         "fail_streak": decision.fail_streak,
@@ -280,6 +281,8 @@ def _probe_fields(decision: ProbeDecision, result: ProbeResult) -> dict[str, Any
         "last_probe_error": result.error,
     }
     if result.ok:
+        # Piggybacks on the write every probe makes already: grants read it (freshness).
+        fields["last_ok_at"] = result.time
         fields["latency_ms"] = result.latency_ms
         if result.egress_ip:
             fields["egress_ip"] = result.egress_ip

@@ -69,6 +69,14 @@ class LocalProvider:
     async def list_managed(self) -> list[ManagedResource]:
         return await self._run("list proxies", self._proxies.list_managed)
 
+    async def dead(self) -> list[str]:
+        """Proxies of this installation whose process died (the supervisor restarts them)."""
+        return await self._run("find dead proxies", self._proxies.dead)
+
+    async def revive(self, proxy_id: str) -> int:
+        """Restart a dead proxy's process on its port; its pid (0: deleted meanwhile)."""
+        return await self._run(f"restart proxy {proxy_id}", self._proxies.revive, proxy_id)
+
     async def close(self) -> None:
         """Stop the worker threads; the proxy processes keep running."""
         self._executor.shutdown(wait=False, cancel_futures=True)

@@ -1,22 +1,41 @@
-"""proxyfleet-provisioner-local: the shared provisioner runner with the local adapter."""
+"""proxyfleet-provisioner-local: the shared provisioner runner with the local adapter, and
+the supervisor that restarts proxy processes that died."""
 
 from __future__ import annotations
 
 from proxyfleet.common import host
+from proxyfleet.common.host import Context
+from proxyfleet.common.host.spec import Run
 from proxyfleet.common.providers_config import ProviderConfig
-from proxyfleet.common.runner import RunnerSettings, provisioner_service
+from proxyfleet.common.runner import provisioner_service
 from proxyfleet.common.settings import CommonSettings
 from proxyfleet.provisioner_local.adapter import LocalProvider, local_options
+from proxyfleet.provisioner_local.settings import LocalProvisionerSettings
+from proxyfleet.provisioner_local.supervisor import Supervisor
 
 
 def make_provider(
-    entry: ProviderConfig, common: CommonSettings, _: RunnerSettings
+    entry: ProviderConfig, common: CommonSettings, _: LocalProvisionerSettings
 ) -> LocalProvider:
     assert entry.local is not None  # the config check requires the section for its type
     return LocalProvider(local_options(entry.local, common.installation_id))
 
 
-SERVICE = provisioner_service("local", "local processes", make_provider)
+def supervisor(provider: LocalProvider, ctx: Context[LocalProvisionerSettings]) -> dict[str, Run]:
+    s = ctx.settings
+    if s.supervise_interval <= 0:
+        return {}
+    watch = Supervisor(provider, s.restart_policy, interval=s.supervise_interval, clock=ctx.clock)
+    return {"supervisor": watch.run}
+
+
+SERVICE = provisioner_service(
+    "local",
+    "local processes",
+    make_provider,
+    LocalProvisionerSettings,
+    components=supervisor,
+)
 
 
 def main() -> None:

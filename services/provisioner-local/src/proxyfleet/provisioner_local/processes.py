@@ -3,6 +3,7 @@ stop. Blocking calls: the adapter runs them in threads."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import socket
@@ -50,6 +51,39 @@ def is_running(pid: int, child: subprocess.Popen[bytes] | None = None) -> bool:
         return False
     fields = _stat_fields(pid)
     return fields is not None and fields[0] not in ("Z", "X")
+
+
+def is_engine(pid: int, signatures: Iterable[str]) -> bool:
+    """`pid` runs (not a zombie) with one of `signatures` in its argv: a recycled pid of
+    some other program does not count as the proxy being alive."""
+    if not is_running(pid):
+        return False
+    try:
+        argv = (PROC / str(pid) / "cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return bool(set(signatures).intersection(a.decode(errors="replace") for a in argv))
+
+
+def kill_leftovers(pgid: int, folder: Path, wait: float = 5.0) -> None:
+    """SIGKILL what a dead engine left in its process group (proxy.py's acceptors keep its
+    port), only processes whose argv names something in `folder`: a recycled group id of
+    another program is left alone."""
+    inside = str(folder)
+    for entry in os.scandir(PROC):
+        fields = _stat_fields(int(entry.name)) if entry.name.isdigit() else None
+        if fields is None or int(fields[2]) != pgid or fields[0] in ("Z", "X"):
+            continue
+        try:
+            argv = (PROC / entry.name / "cmdline").read_bytes().decode(errors="replace")
+        except OSError:
+            continue
+        if inside in argv:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(entry.name), signal.SIGKILL)
+            deadline = time.monotonic() + wait
+            while is_running(int(entry.name)) and time.monotonic() < deadline:
+                time.sleep(0.02)
 
 
 def find_session_leader(signatures: Iterable[str]) -> list[int]:

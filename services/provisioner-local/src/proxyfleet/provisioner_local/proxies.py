@@ -35,6 +35,8 @@ from proxyfleet.provisioner_local.ports import pick_port, reserved_ports
 from proxyfleet.provisioner_local.processes import (
     ProcessExited,
     find_session_leader,
+    is_engine,
+    kill_leftovers,
     log_tail,
     port_is_free,
     spawn_detached,
@@ -129,6 +131,49 @@ class LocalProxies:
                 )
             )
         return found
+
+    # ---- supervision (proxy processes that died) --------------------------------------
+
+    def dead(self) -> list[str]:
+        """This installation's proxies whose engine process is no longer running."""
+        out: list[str] = []
+        for found in self.list_managed():
+            folder = self._layout.folder(found.proxy_id)
+            marker = read_marker(folder.marker)
+            if marker is None or marker.pid <= 0:
+                continue  # being started (or never was): create owns it
+            if not is_engine(marker.pid, commands.engine_signatures(folder)):
+                out.append(found.proxy_id)
+        return out
+
+    def revive(self, proxy_id: str) -> int:
+        """Start a dead proxy's engine again from the files it left, on the same port (the
+        registry keeps that address); returns its pid, 0 when the proxy was deleted
+        meanwhile. Temporary or permanent provider errors as create."""
+        folder = self._layout.folder(proxy_id)
+        self._reap()
+        with file_lock(self._layout.lock_path(proxy_id)):
+            marker = read_marker(folder.marker)
+            if marker is None:
+                return 0
+            leaders = find_session_leader(commands.engine_signatures(folder))
+            if leaders:  # alive again (a create adopted or restarted it meanwhile)
+                return leaders[0]
+            kill_leftovers(marker.pid, folder.path)
+            if not port_is_free(self._opts.bind_host, marker.port):
+                raise TemporaryProviderError(f"port {marker.port} of proxy {proxy_id} is taken")
+            if marker.engine == "proxy.py":
+                argv = commands.proxypy_argv(sys.executable, folder)
+            elif self._squid is None:
+                raise PermanentProviderError(f"proxy {proxy_id} runs squid, not found here")
+            else:
+                folder.squid_pid.unlink(missing_ok=True)  # a stale one stops Squid starting
+                argv = commands.squid_argv(self._squid, folder)
+            child = spawn_detached(argv, folder.log, folder.path)
+            self._children[child.pid] = child
+            write_marker(folder.marker, msgspec.structs.replace(marker, pid=child.pid))
+            self._wait(folder, marker.engine, child.pid, marker.port, "", child)
+        return child.pid
 
     # ---- steps ----------------------------------------------------------------------
 

@@ -14,6 +14,7 @@ from nats.aio.client import Client as NatsClient
 
 from proxyfleet.common.clock import Clock, SystemClock
 from proxyfleet.common.host import Context, Parts, Service, outbox_check
+from proxyfleet.common.host.spec import Run
 from proxyfleet.common.messaging import Publisher, ensure_streams
 from proxyfleet.common.provider import Provider
 from proxyfleet.common.providers_config import ProviderConfig, ProvidersConfig, load_provider
@@ -27,6 +28,7 @@ from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import ProxyRegistry
 
 R = TypeVar("R", bound=RunnerSettings)
+P = TypeVar("P", bound=Provider)
 
 
 class ProvisionerRunner:
@@ -86,14 +88,17 @@ class ProvisionerRunner:
 def provisioner_service(
     provider_type: str,
     what: str,
-    make_provider: Callable[[ProviderConfig, CommonSettings, R], Provider],
+    make_provider: Callable[[ProviderConfig, CommonSettings, R], P],
     settings: type[R] = RunnerSettings,  # type: ignore[assignment]
     adjust: Callable[[ProviderConfig, R], R] | None = None,
+    components: Callable[[P, Context[R]], dict[str, Run]] | None = None,
 ) -> Service[R]:
     """The provisioner `proxyfleet-provisioner-<provider_type>` for the service host; its
     proxies are `what` ("local processes"). `make_provider` builds the adapter from the
     provider's config entry (inside the event loop); `adjust` may change the runner
-    settings from that entry before anything connects (raising ConfigError refuses)."""
+    settings from that entry before anything connects (raising ConfigError refuses);
+    `components` adds the adapter's own components beside the runner (the local
+    provider's supervisor)."""
 
     def configure(common: CommonSettings, runner: R, providers: ProvidersConfig) -> R:
         entry = load_provider(common.providers_config, runner.provider, provider_type)
@@ -110,8 +115,9 @@ def provisioner_service(
             installation_id=ctx.common.installation_id,
             clock=ctx.clock,
         )
+        extra = components(provider, ctx) if components else {}
         return Parts(
-            components={"runner": runner.run},
+            components={"runner": runner.run, **extra},
             ready={"runner": runner.ready, "outbox": outbox_check(runner.relay)},
             close=[provider.close],
         )

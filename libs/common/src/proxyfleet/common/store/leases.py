@@ -47,6 +47,9 @@ class LeasePolicy:
     """Retry-After when nothing is available and no cooldown ends sooner."""
     scan_limit: int = 256
     """Most candidates a grant examines for selectors and bans (bounds its cost)."""
+    max_probe_age: float = 0.0
+    """Seconds since a proxy's last good probe (`last_ok_at`, written by health) beyond
+    which a grant skips it; 0: no check (the API always sets one)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +127,7 @@ class LeaseStore:
             repr(self.policy.retry_after),
             fast_id("e"),
             req.client,
+            repr(self.policy.max_probe_age),
         )
         code = int(res[0])
         if code == 1:
@@ -144,10 +148,10 @@ class LeaseStore:
             )  # fmt: skip
             return lease, proxy
         if code == 0:
-            raise Unavailable("no proxy available for this selector", float(res[1]))
+            raise _nothing_available(float(res[1]), int(res[2]), self.policy.max_probe_age)
         if code == -1:
             raise NotFound(f"proxy {req.proxy_id} not found")
-        raise Conflict(str(res[1]), retry_after=float(res[2]))
+        raise Conflict(str(res[1]), retry_after=float(res[2]), code=_code(res, 3))
 
     async def get(self, lease_id: str) -> tuple[Lease, str] | None:
         """The lease and its state (active, released, expired, revoked)."""
@@ -209,4 +213,21 @@ class LeaseStore:
         if code == -1:
             raise NotFound(f"lease {lease_id} not found")
         if code == -2:
-            raise Conflict(f"lease {lease_id}: {res[1]}")
+            raise Conflict(f"lease {lease_id}: {res[1]}", code=_code(res, 2))
+
+
+def _code(res: list[object], index: int) -> str | None:
+    """The error code a script reply carries at `index`, if any (None: the class's)."""
+    return str(res[index]) if len(res) > index and res[index] else None
+
+
+def _nothing_available(retry_after: float, stale: int, max_age: float) -> Unavailable:
+    if stale == 0:
+        return Unavailable("no proxy available for this selector", retry_after)
+    # Said apart from "all busy": the usual cause is the health service not running.
+    return Unavailable(
+        f"no proxy available for this selector: {stale} skipped with no good probe in the"
+        f" last {max_age:g} s (is the health service running?)",
+        retry_after,
+        code="probe_stale",
+    )

@@ -100,6 +100,7 @@ class LeaseController(Controller):
             client=lease.client,
             granted_at=lease.granted_at,
             expires_at=lease.expires_at,
+            reason=lease.reason,
         )
 
     @post("/{lease_id:str}/renew", status_code=HTTP_200_OK, responses=_ENDED)

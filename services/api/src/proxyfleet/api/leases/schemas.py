@@ -64,6 +64,9 @@ class LeaseOut(msgspec.Struct, kw_only=True):
     """The name of the token that granted the lease (its owner)."""
     granted_at: float
     expires_at: float
+    reason: str = ""
+    """Why a revoked lease was revoked, e.g. `proxy unhealthy: <probe error>`, `proxy
+    failed: ...`, `proxy deleted`; empty otherwise."""
 
 
 class RenewLease(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

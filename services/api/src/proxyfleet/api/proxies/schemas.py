@@ -44,6 +44,9 @@ class ProxyOut(msgspec.Struct, kw_only=True):
     egress_ip: str
     latency_ms: float
     last_probe_at: float
+    last_ok_at: float
+    """When health last probed it successfully; grants skip a proxy whose last good probe
+    is older than the API's --max-probe-age."""
     last_probe_error: str
 
     @classmethod
@@ -67,6 +70,7 @@ class ProxyOut(msgspec.Struct, kw_only=True):
             egress_ip=p.egress_ip,
             latency_ms=p.latency_ms,
             last_probe_at=p.last_probe_at,
+            last_ok_at=p.last_ok_at,
             last_probe_error=p.last_probe_error,
         )
 

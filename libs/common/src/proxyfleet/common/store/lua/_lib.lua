@@ -89,3 +89,14 @@ local function lease_provider(lease_id, proxy_id)
   end
   return p or ''
 end
+
+-- Why a lease that is no longer active refuses renew/report/release: a revoked one says
+-- what revoked it (stored by the script that did). -> {-2, message, code}
+local function not_active(lkey, state)
+  if state == 'revoked' then
+    local why = redis.call('HGET', lkey, 'reason')
+    if not why or why == '' then why = 'proxy gone' end
+    return {-2, 'lease revoked: ' .. why, 'lease_revoked'}
+  end
+  return {-2, 'lease is ' .. state}
+end

@@ -1,14 +1,14 @@
 -- Grant a lease on one ready, unleased, cooled-down, not-banned proxy; LRU first.
 -- ARGV: ns, now, lease_id, holder, target, ttl, proxy_id ('' = any), provider, zone,
 --       labels_json ('' = none), scan_limit, unavailable_retry, event_id, client (the
---       granting token's name: the lease's owner)
+--       granting token's name: the lease's owner), max_probe_age (0 = no check)
 -- -> {1, proxy_id, epoch, expires_at, {provider, zone, host, port, username, password}}
---  | {0, retry_after} nothing available
---  | {-1} no such proxy | {-3, reason, retry_after} specific proxy not grantable
+--  | {0, retry_after, stale} nothing available (stale: candidates skipped for their probe)
+--  | {-1} no such proxy | {-3, reason, retry_after[, code]} specific proxy not grantable
 local now, lease_id, holder, target = tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
 local ttl, want, provider, zone = tonumber(ARGV[6]), ARGV[7], ARGV[8], ARGV[9]
 local labels_json, scan_limit, retry = ARGV[10], tonumber(ARGV[11]), tonumber(ARGV[12])
-local event_id, client = ARGV[13], ARGV[14]
+local event_id, client, max_age = ARGV[13], ARGV[14], tonumber(ARGV[15]) or 0
 local labels = nil
 if labels_json ~= '' then labels = cjson.decode(labels_json) end
 local ban_key = (target ~= '') and k('ban', target) or nil
@@ -17,6 +17,14 @@ local function banned(id)
   if not ban_key then return false end
   local until_ = redis.call('ZSCORE', ban_key, id)
   return until_ and tonumber(until_) > now
+end
+
+-- Only a proxy health saw answer recently: a stopped health service (or one far behind)
+-- must not leave dead proxies grantable. One HGET per candidate examined.
+local function fresh(id)
+  if max_age <= 0 then return true end
+  local t = tonumber(redis.call('HGET', k('proxy', id), 'last_ok_at'))
+  return t ~= nil and t >= now - max_age
 end
 
 local function labels_match(id)
@@ -60,6 +68,10 @@ if want ~= '' then
   if avail_at > now then
     return {-3, 'proxy is cooling down', tostring(avail_at - now)}
   end
+  if not fresh(want) then
+    local why = string.format('proxy has no good probe in the last %g s', max_age)
+    return {-3, why, tostring(retry), 'probe_stale'}
+  end
   if banned(want) then
     local until_ = tonumber(redis.call('ZSCORE', ban_key, want))
     return {-3, 'proxy is banned for ' .. target, tostring(until_ - now)}
@@ -72,13 +84,14 @@ local key = k('avail')
 if provider ~= '' and zone ~= '' then key = k('avail', provider, zone)
 elseif provider ~= '' then key = k('avail', provider) end
 
-local batch, offset = 32, 0
+local batch, offset, stale = 32, 0, 0
 while offset < scan_limit do
   local ids = redis.call('ZRANGE', key, '-inf', now, 'BYSCORE', 'LIMIT', offset, batch)
   for _, id in ipairs(ids) do
     if (zone == '' or provider ~= '' or redis.call('HGET', k('proxy', id), 'zone') == zone)
         and not banned(id) and labels_match(id) then
-      return take(id)
+      if fresh(id) then return take(id) end
+      stale = stale + 1
     end
   end
   if #ids < batch then break end
@@ -88,4 +101,4 @@ end
 -- Nothing now: suggest waiting for the next proxy that leaves its cooldown.
 local next_ = redis.call('ZRANGE', key, '(' .. now, '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
 if #next_ == 2 then retry = math.max(tonumber(next_[2]) - now, 0.001) end
-return {0, tostring(retry)}
+return {0, tostring(retry), stale}

@@ -3,7 +3,7 @@
 local lkey = k('lease', ARGV[2])
 local l = redis.call('HMGET', lkey, 'epoch', 'state', 'client')
 if not l[1] or not_owner(l[3], ARGV[7]) then return {-1} end
-if l[2] ~= 'active' then return {-2, 'lease is ' .. l[2]} end
+if l[2] ~= 'active' then return not_active(lkey, l[2]) end
 if tonumber(ARGV[3]) ~= tonumber(l[1]) then return {-2, 'stale epoch'} end
 local proxy_id = end_lease(ARGV[2], 'released', tonumber(ARGV[4]), tonumber(ARGV[5])) or ''
 event('lease.released', ARGV[6], ARGV[4], proxy_id, lease_provider(ARGV[2], proxy_id), ARGV[2],

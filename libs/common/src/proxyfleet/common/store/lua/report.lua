@@ -3,7 +3,7 @@
 local lkey = k('lease', ARGV[2])
 local l = redis.call('HMGET', lkey, 'epoch', 'state', 'proxy_id', 'target', 'client')
 if not l[1] or not_owner(l[5], ARGV[9]) then return {-1} end
-if l[2] ~= 'active' then return {-2, 'lease is ' .. l[2]} end
+if l[2] ~= 'active' then return not_active(lkey, l[2]) end
 if tonumber(ARGV[3]) ~= tonumber(l[1]) then return {-2, 'stale epoch'} end
 local now, outcome, target = tonumber(ARGV[4]), ARGV[5], ARGV[6]
 if target == '' then target = l[4] end

@@ -38,7 +38,10 @@ if to == 'ready' then
   if cur[4] == '' or not cur[4] then avail_add(id, tonumber(cur[5]) or 0) end
 else
   avail_rem(id)
-  if (to == 'deleting' or to == 'failed' or to == 'deleted') and cur[4] and cur[4] ~= '' then
+  -- A lease on a proxy that stops serving is revoked with it, so its holder hears at once
+  -- (lease.revoked; renew/report answer why) instead of at expiry.
+  if (to == 'deleting' or to == 'failed' or to == 'deleted' or to == 'unhealthy')
+      and cur[4] and cur[4] ~= '' then
     end_lease(cur[4], 'revoked', tonumber(now), 0)
     ended = cur[4]
   end
@@ -57,7 +60,11 @@ if to == 'failed' or to == 'unhealthy' then
 end
 event('proxy.' .. to, event_id, now_raw, id, provider, '', data)
 if ended ~= '' then
-  local why = (to == 'failed') and 'proxy failed' or 'proxy deleted'
+  local why = 'proxy deleted'
+  if to == 'failed' or to == 'unhealthy' then
+    why = 'proxy ' .. to .. ((reason ~= '') and (': ' .. reason) or '')
+  end
+  redis.call('HSET', k('lease', ended), 'reason', why)
   event('lease.revoked', event_id, now_raw, id, provider, ended, {'reason', json_str(why)})
 end
 if to == 'failed' then
