@@ -1,5 +1,6 @@
 """Redis-backed system of record: the proxy registry and the lease store (atomic Lua)."""
 
+from proxyfleet.common.store.installation import Installation, InstallationMarker
 from proxyfleet.common.store.leases import GrantRequest, LeaseStore
 from proxyfleet.common.store.mux import LuaScript, ScriptMux
 from proxyfleet.common.store.outbox import Outbox, OutboxEntry
@@ -8,6 +9,8 @@ from proxyfleet.common.store.scripts import connect_redis
 
 __all__ = [
     "GrantRequest",
+    "Installation",
+    "InstallationMarker",
     "LeaseStore",
     "LuaScript",
     "Outbox",
