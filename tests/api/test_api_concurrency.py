@@ -135,7 +135,7 @@ async def test_no_proxy_is_ever_leased_twice_across_two_api_processes(
         grants.sort(key=lambda g: g.epoch)
         # Epochs per proxy strictly grow (a hybrid-logical clock: not contiguous), none doubled.
         epochs = [g.epoch for g in grants]
-        assert all(a < b for a, b in zip(epochs, epochs[1:], strict=False)), pid
+        assert all(a < b for a, b in itertools.pairwise(epochs)), pid
         # Lease k ended before lease k+1 began: never two active leases on one proxy.
         spans = []
         for g in grants:
