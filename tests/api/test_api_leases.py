@@ -35,7 +35,8 @@ async def test_grant_returns_the_proxy_url_with_credentials(api: Api, events: Re
     )
     assert r.status_code == 201, r.text
     body = r.json()
-    assert body["epoch"] == 1
+    # epochs are a hybrid-logical clock: at least the clock in ms, growing per proxy
+    assert body["epoch"] >= int(api.clock.now() * 1000)
     assert body["expires_at"] == api.clock.now() + 30
     assert body["holder"] == "worker-1"
     assert body["target"] == "example.com"
@@ -50,7 +51,7 @@ async def test_grant_returns_the_proxy_url_with_credentials(api: Api, events: Re
     ev = await events.event("lease.granted", lease_id=body["lease_id"])
     assert ev.proxy_id == "pg1"
     assert ev.provider == PROVIDER
-    assert ev.data.epoch == 1
+    assert ev.data.epoch == body["epoch"]
     assert "s3cret-pass" not in str(events.messages)
 
     r = await api.client.get(f"/v1/leases/{body['lease_id']}")
@@ -89,7 +90,9 @@ async def test_unavailable_is_503_with_retry_after(api: Api) -> None:
 
     await ready_proxy(api, "pu1")
     lease = await grant(api, ttl=30)
-    r = await api.client.post(f"/v1/leases/{lease['lease_id']}/release", json={"epoch": 1})
+    r = await api.client.post(
+        f"/v1/leases/{lease['lease_id']}/release", json={"epoch": lease["epoch"]}
+    )
     assert r.status_code == 200
     r = await api.client.post("/v1/leases", json={})
     assert r.status_code == 503
@@ -121,15 +124,17 @@ async def test_renew_report_release_and_stale_epochs(
     await ready_proxy(api, "pr1")
     lease = await grant(api, ttl=30, target="example.com")
     lid = lease["lease_id"]
+    ep = lease["epoch"]
+    assert isinstance(ep, int)
 
     api.clock.advance(10)
-    r = await api.client.post(f"/v1/leases/{lid}/renew", json={"epoch": 1, "ttl": 100})
+    r = await api.client.post(f"/v1/leases/{lid}/renew", json={"epoch": ep, "ttl": 100})
     assert r.status_code == 200, r.text
     assert r.json()["expires_at"] == api.clock.now() + 100
     assert r.json()["proxy_id"] == "pr1"
     await events.event("lease.renewed", lease_id=lid, proxy_id="pr1")
 
-    r = await api.client.post(f"/v1/leases/{lid}/report", json={"epoch": 1, "outcome": "ok"})
+    r = await api.client.post(f"/v1/leases/{lid}/report", json={"epoch": ep, "outcome": "ok"})
     assert r.status_code == 200
     assert r.json() == {
         "lease_id": lid,
@@ -141,24 +146,24 @@ async def test_renew_report_release_and_stale_epochs(
 
     before = await snapshot(redis_client)
     for path, body in (
-        ("renew", {"epoch": 2}),
-        ("report", {"epoch": 2, "outcome": "ok"}),
-        ("release", {"epoch": 2}),
+        ("renew", {"epoch": ep + 1}),
+        ("report", {"epoch": ep + 1, "outcome": "ok"}),
+        ("release", {"epoch": ep + 1}),
     ):
         r = await api.client.post(f"/v1/leases/{lid}/{path}", json=body)
         assert r.status_code == 409, path
         assert "stale epoch" in r.json()["message"]
-    r = await api.client.delete(f"/v1/leases/{lid}", params={"epoch": 2})
+    r = await api.client.delete(f"/v1/leases/{lid}", params={"epoch": ep + 1})
     assert r.status_code == 409
     assert await snapshot(redis_client) == before
 
-    r = await api.client.delete(f"/v1/leases/{lid}", params={"epoch": 1})
+    r = await api.client.delete(f"/v1/leases/{lid}", params={"epoch": ep})
     assert r.status_code == 200
     assert r.json() == {"lease_id": lid, "proxy_id": "pr1", "state": "released"}
     await events.event("lease.released", lease_id=lid, proxy_id="pr1")
     assert (await api.client.get(f"/v1/leases/{lid}")).json()["state"] == "released"
     for path in ("renew", "release"):
-        r = await api.client.post(f"/v1/leases/{lid}/{path}", json={"epoch": 1})
+        r = await api.client.post(f"/v1/leases/{lid}/{path}", json={"epoch": ep})
         assert r.status_code == 409
         assert "released" in r.json()["message"]
     r = await api.client.post("/v1/leases/lnope/release", json={"epoch": 1})
@@ -171,11 +176,11 @@ async def test_blocked_report_bans_the_proxy_for_that_target(api: Api) -> None:
     lid = lease["lease_id"]
     r = await api.client.post(
         f"/v1/leases/{lid}/report",
-        json={"epoch": 1, "outcome": "blocked", "target": "Shop.example"},
+        json={"epoch": lease["epoch"], "outcome": "blocked", "target": "Shop.example"},
     )
     assert r.status_code == 200
     assert r.json()["target"] == "shop.example"
-    await api.client.post(f"/v1/leases/{lid}/release", json={"epoch": 1})
+    await api.client.post(f"/v1/leases/{lid}/release", json={"epoch": lease["epoch"]})
     api.clock.advance(31)  # past the cooldown
     await probed(api, "pb1")
     r = await api.client.post("/v1/leases", json={"target": "shop.example"})
@@ -245,7 +250,9 @@ async def test_sweeper_expires_leases_and_announces_them(api: Api, events: Recor
     ev = await events.event("lease.expired", lease_id=lid)
     assert ev.proxy_id == "px1"
     assert (await api.client.get(f"/v1/leases/{lid}")).json()["state"] == "expired"
-    r = await api.client.post(f"/v1/leases/{lid}/report", json={"epoch": 1, "outcome": "ok"})
+    r = await api.client.post(
+        f"/v1/leases/{lid}/report", json={"epoch": lease["epoch"], "outcome": "ok"}
+    )
     assert r.status_code == 409
     assert "expired" in r.json()["message"]
     assert len(events.events("lease.expired")) == 1

@@ -58,7 +58,7 @@ async def test_seeded_proxies_are_ready_and_granted_once_each(
     assert await release_all(redis_client) == 40
     assert await store.active_count() == 0
     again = await store.grant(GrantRequest(ttl=60))  # cooldown 0: grantable at once
-    assert again.epoch == 2
+    assert again.epoch > max(lease.epoch for lease in granted if lease.proxy_id == again.proxy_id)
     assert (await audit_leases(redis_client)).double_grants == 0
 
 

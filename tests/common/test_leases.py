@@ -21,14 +21,14 @@ async def test_grant_picks_least_recently_used_and_fences(
     a = await leases.grant(GrantRequest(ttl=60, holder="w1"))
     b = await leases.grant(GrantRequest(ttl=60, holder="w2"))
     assert {a.proxy_id, b.proxy_id} == {"p0", "p1"}
-    assert a.epoch == b.epoch == 1
+    assert a.epoch == b.epoch == int(clock.now() * 1000)  # a hybrid-logical-clock epoch
     with pytest.raises(Unavailable):
         await leases.grant(GrantRequest(ttl=60))
     await leases.release(a.id, a.epoch)
     clock.advance(31)
     again = await leases.grant(GrantRequest(ttl=60))
     assert again.proxy_id == a.proxy_id
-    assert again.epoch == 2  # fencing token grows per proxy
+    assert again.epoch > a.epoch  # fencing token grows per proxy
 
 
 async def test_specific_proxy_conflicts_carry_retry_after(
@@ -225,3 +225,25 @@ async def test_a_lease_is_its_owners_in_every_script(
         await leases.release(lease.id, lease.epoch, owner="bob")  # ended, still hidden
     with pytest.raises(Conflict, match="released"):
         await leases.release(lease.id, lease.epoch, owner="alice")
+
+
+async def test_epochs_continue_above_earlier_ones_after_a_store_reset(
+    registry: ProxyRegistry, leases: LeaseStore, clock: ManualClock, redis_client: aioredis.Redis
+) -> None:
+    """No fencing token is reused: the epoch is at least the clock in ms, so a proxy
+    registered again after FLUSHDB gets epochs above every one granted before."""
+    await make_ready(registry, make_proxy("p0", clock))
+    seen = []
+    for _ in range(3):
+        lease = await leases.grant(GrantRequest(ttl=60))
+        seen.append(lease.epoch)
+        await leases.release(lease.id, lease.epoch)
+        clock.advance(31)
+    await redis_client.flushdb()
+    clock.advance(0.002)
+    await make_ready(registry, make_proxy("p0", clock))
+
+    after = await leases.grant(GrantRequest(ttl=60))
+
+    assert seen == sorted(set(seen))
+    assert after.epoch > max(seen)

@@ -170,6 +170,38 @@ class ProviderContract:
             assert resource.resource_id
             assert 0 < resource.created_at <= time.time() + 1  # an age GC can compare
 
+    async def test_a_listed_resource_carries_what_rebuilds_its_proxy(
+        self, make_provider: MakeProvider, make_spec: MakeSpec, resources_of: ResourcesOf
+    ) -> None:
+        """Re-adoption after a store reset: the listing alone rebuilds the registry entry
+        (zone, credentials, labels, placement; the address when known, else `create`
+        with those adopts the resource and returns it), and nothing new is made."""
+        spec = make_spec(new_proxy_id())
+        first = await self.create(make_provider(), spec)
+        made = await resources_of(spec.proxy_id)
+        restarted = make_provider()
+        [res] = [r for r in await restarted.list_managed() if r.proxy_id == spec.proxy_id]
+        assert res.adoptable
+        assert (res.zone, res.username, res.password) == (spec.zone, spec.username, spec.password)
+        assert (res.labels, res.placement) == (spec.labels, spec.placement)
+        if first is not None and res.host:
+            assert (res.host, res.port, res.resource_id) == (
+                first.host,
+                first.port,
+                first.resource_id,
+            )
+        rebuilt = ProxySpec(
+            proxy_id=res.proxy_id,
+            installation_id=res.installation_id,
+            zone=res.zone,
+            username=res.username,
+            password=res.password,
+            labels=res.labels,
+            placement=res.placement,
+        )
+        assert await self.create(restarted, rebuilt) == first
+        assert await resources_of(spec.proxy_id) == made
+
     async def test_a_refused_spec_is_a_permanent_error_with_the_reason(
         self, make_provider: MakeProvider, refused_spec: tuple[ProxySpec, str]
     ) -> None:

@@ -93,6 +93,7 @@ async def test_once_dry_run_logs_the_orphans_and_publishes_nothing(
             updated_at=now,
         )
     )
+    await registry.installation.mark(ME)  # the test clock's start: before every resource
     answer(
         ResourceList(
             provider=PROVIDER,
@@ -112,6 +113,29 @@ async def test_once_dry_run_logs_the_orphans_and_publishes_nothing(
     # Read from the stream itself: an idle ephemeral consumer would be gone after 5 s.
     info = await nc.jetstream().stream_info(subjects.INTENT_STREAM, subjects_filter=delete_subject)
     assert not info.state.subjects  # no delete intent was published
+
+
+async def test_without_the_installation_marker_nothing_is_deleted_and_once_fails(
+    nats_url: str,
+    redis_url: str,
+    providers_yaml: Path,
+    registry: ProxyRegistry,
+    answer: Answer,
+) -> None:
+    orphans = [new_proxy_id() for _ in range(3)]
+    answer(ResourceList(provider=PROVIDER, resources=[resource(p, 3600) for p in orphans]))
+
+    code, out, _ = await run_gc(
+        *common_args(nats_url, redis_url, providers_yaml), "--once", "--dry-run"
+    )
+
+    assert code == 1
+    lines = log_lines(out)
+    assert not [line for line in lines if line["event"] == "gc.would_delete"]
+    refused = [line for line in lines if line["event"] == "gc.refused"]
+    assert [(r["level"], r["reason"], r["would_delete"]) for r in refused] == [
+        ("error", "no_marker", 3)
+    ]
 
 
 async def test_a_bad_providers_config_stops_with_a_message(tmp_path: Path) -> None:

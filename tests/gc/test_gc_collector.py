@@ -44,6 +44,9 @@ class RecordingLog:
     def warning(self, event: str, **kw: Any) -> None:
         self._add("warning", event, kw)
 
+    def error(self, event: str, **kw: Any) -> None:
+        self._add("error", event, kw)
+
     def exception(self, event: str, **kw: Any) -> None:
         self._add("exception", event, kw)
 
@@ -61,6 +64,7 @@ def collector(
     dry_run: bool = False,
     interval: float = 30.0,
     max_deletions: int = 100,
+    max_delete_share: float = 1.0,
 ) -> Collector:
     settings = GcSettings(
         min_age=MIN_AGE,
@@ -68,6 +72,7 @@ def collector(
         request_timeout=0.3,
         interval=interval,
         max_deletions=max_deletions,
+        max_delete_share=max_delete_share,
     )
     return Collector(
         nc=nc,
@@ -123,6 +128,15 @@ async def read(psub: PullSub, n: int) -> list[tuple[DeleteIntent, str]]:
         assert isinstance(intent, DeleteIntent)
         out.append((intent, (msg.headers or {}).get("Nats-Msg-Id", "")))
     return out
+
+
+@pytest.fixture(autouse=True)
+async def marked(registry: ProxyRegistry, clock: ManualClock) -> None:
+    """The registry's installation marker, a day old: every planted resource is younger
+    (made after it), so an absent proxy's resource is an orphan, as in normal operation."""
+    clock.advance(-86_400)
+    await registry.installation.mark(ME)
+    clock.advance(86_400)
 
 
 def metric(name: str, **labels: str) -> float:

@@ -259,6 +259,9 @@ async def test_restart_adopts_and_gc_removes_the_orphan(
     nats_url: str,
     redis_client: aioredis.Redis,
 ) -> None:
+    # The installation began before the domain was made (its services ran first), so a
+    # domain without a registry entry is an orphan, not the survivor of a store reset.
+    await ProxyRegistry(redis_client, SystemClock()).installation.mark(INSTALLATION)
     first = KvmProvider(settings_for(kvm_host, *base_image, tmp_path), INSTALLATION)
     with pytest.raises(TemporaryProviderError, match="no address"):
         await first.create(spec("pkvmgc", kvm_host.zone))

@@ -10,11 +10,13 @@ from proxyfleet.provisioner_kvm.pure.domain_xml import (
     METADATA_URI,
     DomainIdentity,
     DomainSpec,
+    Rebuild,
     disk_paths_from_domain_xml,
     identity_from_domain_xml,
     mac_from_domain_xml,
     metadata_element_xml,
     parse_metadata,
+    redact_xml,
     render_domain_xml,
 )
 
@@ -278,3 +280,18 @@ def test_reading_disks_and_mac_of_malformed_xml_raises(text: str) -> None:
 def test_bad_sizes_are_refused(vcpus: int, memory: int) -> None:
     with pytest.raises(ValueError, match="positive"):
         render_domain_xml(replace(_spec(), vcpus=vcpus, memory_mib=memory))
+
+
+def test_metadata_keeps_what_rebuilds_the_proxy_and_traces_hide_the_password() -> None:
+    rebuild = Rebuild(
+        zone="z1",
+        username="u",
+        password="s3<cr&t",
+        labels={"tier": "gold"},
+        placement={"image": "debian-12"},
+    )
+    text = metadata_element_xml("p1", "inst-1", 1700000000.5, rebuild)
+
+    assert parse_metadata(text) == DomainIdentity("p1", "inst-1", 1700000000.5, rebuild)
+    assert "s3" not in redact_xml(text)
+    assert parse_metadata(metadata_element_xml("p1", "inst-1")) == DomainIdentity("p1", "inst-1")

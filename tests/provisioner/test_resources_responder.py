@@ -33,7 +33,13 @@ class ListingProvider:
             raise self.error
         return [
             ManagedResource(
-                resource_id="res-1", proxy_id="p-1", installation_id="inst", created_at=1.0
+                resource_id="res-1",
+                proxy_id="p-1",
+                installation_id="inst",
+                created_at=1.0,
+                zone="z1",
+                username="u",
+                password="s3cret",
             )
         ]
 
@@ -58,6 +64,8 @@ async def test_a_request_is_answered_with_the_providers_resources(
     assert answer.provider == provider_name
     assert [r.resource_id for r in answer.resources] == ["res-1"]
     assert answer.error == ""
+    # GC gets no credentials; the username and zone stay (not secret)
+    assert [(r.username, r.password, r.zone) for r in answer.resources] == [("u", "", "z1")]
 
 
 async def test_replicas_in_the_queue_group_answer_each_request_once(

@@ -34,3 +34,11 @@ RETRIES = Counter(
 
 def render_metrics() -> tuple[bytes, str]:
     return generate_latest(REGISTRY), CONTENT_TYPE_LATEST
+
+
+ADOPTIONS = Counter(
+    "proxyfleet_adoptions_total",
+    "Managed resources registered again after a store reset, by provider and result: "
+    "adopted, exists (registered meanwhile), tombstoned (deleted: left to GC).",
+    ["provider", "result"],
+)

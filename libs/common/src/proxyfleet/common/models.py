@@ -110,6 +110,8 @@ class EventType(enum.StrEnum):
     PROXY_DELETING = "proxy.deleting"
     PROXY_DELETED = "proxy.deleted"
     PROXY_FAILED = "proxy.failed"
+    PROXY_ADOPTED = "proxy.adopted"
+    """A resource that outlived its registry entry (a store reset) registered again."""
     LEASE_GRANTED = "lease.granted"
     LEASE_RENEWED = "lease.renewed"
     LEASE_REPORTED = "lease.reported"
@@ -187,13 +189,29 @@ class Provisioned(msgspec.Struct, kw_only=True):
 
 
 class ManagedResource(msgspec.Struct, kw_only=True):
-    """A resource a provider manages, identified by the labels/metadata it carries."""
+    """A resource a provider manages, identified by the labels/metadata it carries, with
+    what it takes to register its proxy again after a store reset (re-adoption)."""
 
     resource_id: str
     proxy_id: str
     installation_id: str
     created_at: float
     zone: str = ""
+    host: str = ""
+    """Where the proxy listens; "" when the listing cannot tell cheaply (a VM's address):
+    re-adoption then asks the provider's `create`, which adopts and returns it."""
+    port: int = 0
+    username: str = ""
+    password: str = ""
+    """The proxy's credentials; "" for a resource made before resources carried them
+    (not adoptable). The resources responder blanks it: GC never needs it."""
+    labels: dict[str, str] = {}
+    placement: dict[str, str] = {}
+
+    @property
+    def adoptable(self) -> bool:
+        """Carries enough to register its proxy again."""
+        return bool(self.zone and self.username and self.password)
 
 
 class ResourceList(msgspec.Struct, kw_only=True):

@@ -18,9 +18,9 @@ from proxyfleet.common.clock import Clock
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.messaging import Publisher
 from proxyfleet.common.models import ResourceList
-from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.store import InstallationMarker, ProxyRegistry
 from proxyfleet.gc import metrics
-from proxyfleet.gc.plan import Deletion, plan_deletions
+from proxyfleet.gc.plan import Deletion, Refusal, plan_deletions, refusal
 from proxyfleet.gc.settings import GcSettings
 
 SkipCause = Literal["no_answer", "error_answer", "bad_answer", "error"]
@@ -43,6 +43,9 @@ class ProviderRound:
     listed: int = 0
     deletions: list[Deletion] = field(default_factory=list)
     skipped: SkipCause | None = None
+    refused: Refusal | None = None
+    """Set when the round would have deleted `refused_count` resources but refused."""
+    refused_count: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,7 +55,7 @@ class RoundReport:
 
     @property
     def result(self) -> RoundResult:
-        skipped = sum(1 for p in self.providers if p.skipped is not None)
+        skipped = sum(1 for p in self.providers if p.skipped or p.refused)
         if not skipped:
             return "ok"
         return "failed" if skipped == len(self.providers) else "partial"
@@ -77,6 +80,7 @@ class Collector:
     ) -> None:
         self._nc = nc
         self._registry = registry
+        self._installation = registry.installation
         self._publisher = publisher
         self._providers = list(providers)
         self._installation_id = installation_id
@@ -103,6 +107,7 @@ class Collector:
             "gc.round",
             result=report.result,
             deletions=len(report.deletions),
+            refused=[p.provider for p in report.providers if p.refused],
             dry_run=report.dry_run,
         )
         return report
@@ -115,8 +120,31 @@ class Collector:
             mine = [r for r in listing.resources if r.installation_id == self._installation_id]
             ids = list(dict.fromkeys(r.proxy_id for r in mine))
             proxies = dict(zip(ids, await self._registry.get_many(ids), strict=True))
+            # After the lookups: a reset between them and this read shows as a new (or no)
+            # marker, so the entries it lost count as survivors, never as orphans.
+            marker = await self._installation.marker()
+            absent = [pid for pid, p in proxies.items() if p is None]
+            tombstoned = await self._installation.tombstoned(absent)
             now = self._clock.now()
-            plan = plan_deletions(self._installation_id, now, self._settings.min_age, mine, proxies)
+            plan = plan_deletions(
+                self._installation_id,
+                now,
+                self._settings.min_age,
+                mine,
+                proxies,
+                marker.created_at if marker else 0.0,
+                tombstoned,
+            )
+            refused = refusal(
+                self._installation_id,
+                marker.installation_id if marker else None,
+                len(plan),
+                len(mine),
+                self._settings.max_delete_share,
+            )
+            if plan and refused is not None:
+                self._refuse(out, refused, len(plan), len(mine), marker)
+                plan = []
             if len(plan) > self._settings.max_deletions:
                 metrics.CAPPED.labels(provider=provider).inc()
                 self._log.warning(
@@ -142,6 +170,26 @@ class Collector:
         if out.skipped is not None:
             metrics.SKIPS.labels(provider=provider, cause=out.skipped).inc()
         return out
+
+    def _refuse(
+        self,
+        out: ProviderRound,
+        why: Refusal,
+        planned: int,
+        listed: int,
+        marker: InstallationMarker | None,
+    ) -> None:
+        out.refused, out.refused_count = why, planned
+        metrics.REFUSALS.labels(provider=out.provider, reason=why.value).inc()
+        self._log.error(
+            "gc.refused",
+            provider=out.provider,
+            reason=why.value,
+            would_delete=planned,
+            resources=listed,
+            max_delete_share=self._settings.max_delete_share,
+            marker_installation_id=marker.installation_id if marker else None,
+        )
 
     async def _list(self, provider: str) -> ResourceList:
         subject = subjects.resources_request(provider)

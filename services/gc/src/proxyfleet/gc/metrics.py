@@ -30,3 +30,10 @@ CAPPED = Counter(
     "Rounds in which a provider had more orphans than --max-deletions (the rest waited).",
     ["provider"],
 )
+REFUSALS = Counter(
+    "proxyfleet_gc_refusals_total",
+    "Rounds in which GC refused to delete anything for a provider, by reason: no_marker "
+    "(the registry has no installation marker: reset or wrong Redis), foreign_marker, "
+    "share (more than --max-delete-share of the provider's resources).",
+    ["provider", "reason"],
+)

@@ -23,6 +23,10 @@ class GcSettings:
     """Most deletions asked for per provider per round, oldest first. A safety cap: a wrong
     Redis URL or namespace makes every resource look orphaned, and this bounds the damage
     to one round's worth while the warning and metric say so."""
+    max_delete_share: float = 0.5
+    """Largest share of a provider's resources one round may delete (one deletion is
+    always allowed); a round planning more deletes nothing, logs `gc.refused` and counts
+    proxyfleet_gc_refusals_total. 1.0 lifts the limit (after a deliberate mass delete)."""
     request_timeout: float = 5.0
     """Seconds to wait for a provisioner to answer the resources request; a provider that
     does not answer in time is skipped for the round."""
@@ -39,6 +43,12 @@ class GcSettings:
             (self.interval > 0, "--interval", self.interval, "seconds > 0"),
             (self.min_age >= 0, "--min-age", self.min_age, "seconds >= 0"),
             (self.max_deletions >= 1, "--max-deletions", self.max_deletions, "at least 1"),
+            (
+                0 < self.max_delete_share <= 1,
+                "--max-delete-share",
+                self.max_delete_share,
+                "a share in (0, 1]",
+            ),
             (self.request_timeout > 0, "--request-timeout", self.request_timeout, "> 0"),
             (0 <= self.metrics_port <= 65535, "--metrics-port", self.metrics_port, "0..65535"),
         ]

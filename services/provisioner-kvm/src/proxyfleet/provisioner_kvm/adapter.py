@@ -33,7 +33,7 @@ from proxyfleet.provisioner_kvm.pure.cloud_init import (
     render_meta_data,
     render_user_data,
 )
-from proxyfleet.provisioner_kvm.pure.domain_xml import DomainSpec, render_domain_xml
+from proxyfleet.provisioner_kvm.pure.domain_xml import DomainSpec, Rebuild, render_domain_xml
 from proxyfleet.provisioner_kvm.pure.names import (
     base_volume_name,
     domain_name,
@@ -101,6 +101,8 @@ class KvmProvider:
             )
             if not state.active:
                 await domains.start(name)
+            if state.identity.rebuild != _rebuild(spec):  # made before metadata carried it
+                await domains.set_identity(name, spec, state.identity.created_at, _rebuild(spec))
         address = await self._wait_for_address(domains, name, session.host.network)
         return Provisioned(
             resource_id=resource_id(session.host.name, spec.proxy_id),
@@ -150,6 +152,13 @@ class KvmProvider:
                         installation_id=state.identity.installation_id,
                         created_at=state.identity.created_at,
                         zone=session.host.zone,
+                        # The address needs guest calls per domain: re-adoption learns it
+                        # through create, which adopts the domain.
+                        port=self._settings.proxy_port,
+                        username=state.identity.rebuild.username,
+                        password=state.identity.rebuild.password,
+                        labels=dict(state.identity.rebuild.labels),
+                        placement=dict(state.identity.rebuild.placement),
                     )
                 )
         return found
@@ -211,6 +220,7 @@ class KvmProvider:
                 network=host.network,
                 firmware=image.firmware,
                 domain_type=host.domain_type,
+                rebuild=_rebuild(spec),
             )
         )
         await Domains(session).define_and_start(domain_name(spec.proxy_id), xml)
@@ -236,6 +246,16 @@ class KvmProvider:
             removed = await pool.delete(volume) or removed
         if removed:
             log.info("kvm.domain_deleted", proxy_id=proxy_id, host=session.host.name)
+
+
+def _rebuild(spec: ProxySpec) -> Rebuild:
+    return Rebuild(
+        zone=spec.zone,
+        username=spec.username,
+        password=spec.password,
+        labels=dict(spec.labels),
+        placement=dict(spec.placement),
+    )
 
 
 def _parse(rid: str) -> tuple[str, str]:

@@ -8,14 +8,19 @@ from dataclasses import dataclass
 import libvirt
 
 from proxyfleet.common.errors import ProviderError
+from proxyfleet.common.models import ProxySpec
 from proxyfleet.provisioner_kvm.host import HostSession
 from proxyfleet.provisioner_kvm.libvirt_calls import Missing
 from proxyfleet.provisioner_kvm.pure.addresses import address_from_agent, address_from_leases
 from proxyfleet.provisioner_kvm.pure.domain_xml import (
+    METADATA_PREFIX,
     METADATA_URI,
     DomainIdentity,
+    Rebuild,
     mac_from_domain_xml,
+    metadata_element_xml,
     parse_metadata,
+    redact_xml,
 )
 
 _UNDEFINE_FLAGS = (
@@ -59,13 +64,31 @@ class Domains:
             raw, active = await self._s.run("domainGetMetadata", read, domain=name)
         except Missing:
             return None
-        self._s.calls.detail("libvirt.domain_metadata", domain=name, metadata=raw)
+        self._s.calls.detail(
+            "libvirt.domain_metadata", domain=name, metadata=redact_xml(raw) if raw else raw
+        )
         return DomainState(name, parse_metadata(raw) if raw else None, active)
 
     async def define_and_start(self, name: str, xml: str) -> None:
-        self._s.calls.detail("libvirt.domain_xml", domain=name, xml=xml)
+        self._s.calls.detail("libvirt.domain_xml", domain=name, xml=redact_xml(xml))
         await self._s.run("domainDefineXML", lambda c: c.defineXML(xml), domain=name)
         await self.start(name)
+
+    async def set_identity(
+        self, name: str, spec: ProxySpec, created_at: float, rebuild: Rebuild
+    ) -> None:
+        """Rewrite our metadata element (same identity and age, plus what rebuilds it)."""
+        xml = metadata_element_xml(spec.proxy_id, spec.installation_id, created_at, rebuild)
+
+        def write(conn: libvirt.virConnect) -> None:
+            dom = conn.lookupByName(name)
+            flags = libvirt.VIR_DOMAIN_AFFECT_CONFIG
+            if dom.isActive():
+                flags |= libvirt.VIR_DOMAIN_AFFECT_LIVE
+            element = libvirt.VIR_DOMAIN_METADATA_ELEMENT
+            dom.setMetadata(element, xml, METADATA_PREFIX, METADATA_URI, flags)
+
+        await self._s.run("domainSetMetadata", write, domain=name)
 
     async def start(self, name: str) -> None:
         def start(conn: libvirt.virConnect) -> None:

@@ -34,6 +34,12 @@ class ProxyFolder:
         return self.path / MARKER_NAME
 
     @property
+    def credentials(self) -> Path:
+        """proxy.json (0600): credentials, labels and placement, to register the proxy
+        again from its folder after a store reset."""
+        return self.path / "proxy.json"
+
+    @property
     def log(self) -> Path:
         """stdout and stderr of the proxy process."""
         return self.path / "proxy.log"

@@ -21,6 +21,15 @@ class Marker(msgspec.Struct, kw_only=True, frozen=True):
     zone: str = ""
 
 
+class Credentials(msgspec.Struct, kw_only=True, frozen=True):
+    """proxy.json: what re-adoption needs besides the marker (kept private, 0600)."""
+
+    username: str
+    password: str
+    labels: dict[str, str] = {}
+    placement: dict[str, str] = {}
+
+
 _encoder = msgspec.json.Encoder()
 _decoder = msgspec.json.Decoder(Marker)
 
@@ -33,5 +42,15 @@ def decode_marker(data: bytes) -> Marker | None:
     """The marker, or None when the bytes are not one (a torn or foreign file)."""
     try:
         return _decoder.decode(data)
+    except msgspec.DecodeError:
+        return None
+
+
+_credentials = msgspec.json.Decoder(Credentials)
+
+
+def decode_credentials(data: bytes) -> Credentials | None:
+    try:
+        return _credentials.decode(data)
     except msgspec.DecodeError:
         return None

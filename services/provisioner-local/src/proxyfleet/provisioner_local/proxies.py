@@ -30,7 +30,7 @@ from proxyfleet.provisioner_local.files import (
 )
 from proxyfleet.provisioner_local.layout import MARKER_NAME, InstallationLayout, ProxyFolder
 from proxyfleet.provisioner_local.locks import file_lock
-from proxyfleet.provisioner_local.marker import Engine, Marker
+from proxyfleet.provisioner_local.marker import Credentials, Engine, Marker, decode_credentials
 from proxyfleet.provisioner_local.ports import pick_port, reserved_ports
 from proxyfleet.provisioner_local.processes import (
     ProcessExited,
@@ -94,6 +94,7 @@ class LocalProxies:
             marker = read_marker(folder.marker)
             leaders = find_session_leader(commands.engine_signatures(folder))
             if marker is not None and leaders:
+                _write_credentials(folder, spec)  # a folder made before proxy.json existed
                 return self._adopt(folder, marker, leaders, spec.password)
             for pid in leaders:  # an engine without a marker: state unknown, start over
                 stop_process_group(pid, self._opts.stop_grace)
@@ -121,6 +122,7 @@ class LocalProxies:
                 or marker.proxy_id != path.parent.name
             ):
                 continue
+            creds = _read_credentials(self._layout.folder(marker.proxy_id).credentials)
             found.append(
                 ManagedResource(
                     resource_id=resource_name(marker.proxy_id),
@@ -128,6 +130,12 @@ class LocalProxies:
                     installation_id=marker.installation_id,
                     created_at=marker.created_at,
                     zone=marker.zone,
+                    host=self.host if marker.pid else "",
+                    port=marker.port if marker.pid else 0,
+                    username=creds.username if creds else "",
+                    password=creds.password if creds else "",
+                    labels=dict(creds.labels) if creds else {},
+                    placement=dict(creds.placement) if creds else {},
                 )
             )
         return found
@@ -199,6 +207,7 @@ class LocalProxies:
     def _start(self, spec: ProxySpec, folder: ProxyFolder, old: Marker | None) -> Provisioned:
         make_dirs(self._layout.root)
         prepare_folder(folder.path, self._owner)
+        _write_credentials(folder, spec)
         with file_lock(self._layout.ports_lock):
             markers = self._layout.state_dir.glob(self._layout.all_markers_glob())
             port = pick_port(
@@ -278,3 +287,20 @@ class LocalProxies:
 
     def _provisioned(self, proxy_id: str, port: int) -> Provisioned:
         return Provisioned(resource_id=resource_name(proxy_id), host=self.host, port=port)
+
+
+def _write_credentials(folder: ProxyFolder, spec: ProxySpec) -> None:
+    creds = Credentials(
+        username=spec.username,
+        password=spec.password,
+        labels=dict(spec.labels),
+        placement=dict(spec.placement),
+    )
+    write_file(folder.credentials, msgspec.json.encode(creds), 0o600)
+
+
+def _read_credentials(path: Path) -> Credentials | None:
+    try:
+        return decode_credentials(path.read_bytes())
+    except OSError:
+        return None

@@ -110,7 +110,9 @@ def start_nats(data_dir: Path, log: Path | None = None) -> Server:
     raise TimeoutError("nats-server did not report its ports in 10s")
 
 
-def start_redis(data_dir: Path, log: Path | None = None) -> Server:
+def start_redis(data_dir: Path, log: Path | None = None, *, persistent: bool = False) -> Server:
+    """`persistent`: append-only file (fsync every second) in `data_dir`, as production
+    should run it (docs/operations.md); tests and the bench keep everything in memory."""
     data_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115
@@ -124,7 +126,9 @@ def start_redis(data_dir: Path, log: Path | None = None) -> Server:
             "--save",
             "",
             "--appendonly",
-            "no",
+            "yes" if persistent else "no",
+            "--appendfsync",
+            "everysec",
             "--dir",
             str(data_dir),
             "--daemonize",

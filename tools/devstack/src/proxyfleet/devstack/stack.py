@@ -107,7 +107,7 @@ class Stack:
             self.nats_url = nats.url
         self.redis_url = self.opts.redis_url
         if not self.redis_url:
-            redis = start_redis(base / "redis", base / "logs" / "redis.log")
+            redis = start_redis(base / "redis", base / "logs" / "redis.log", persistent=True)
             self.servers.append(redis)
             self.redis_url = redis.url
 

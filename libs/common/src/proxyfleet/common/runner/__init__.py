@@ -5,12 +5,15 @@
   TERM for undecodable intents, `in_progress` heartbeats.
 - `IntentHandler`: create/delete intents -> registry transitions, provider calls, events.
 - `Reconciler`: republishes intents of proxies stuck pending/provisioning/deleting.
+- `Adopter`: marks the installation and registers again resources that outlived a
+  store reset (re-adoption).
 - `ResourcesResponder`: answers the GC's "which resources do you manage?" requests (a
   FastStream subscriber in the provisioner's queue group).
 - `ConnectedNatsBroker`: the FastStream broker both run on, using the process's connection.
 - `provisioner_service`: a provisioner declared to the service host (`proxyfleet.common.host`).
 """
 
+from proxyfleet.common.runner.adopter import Adopter
 from proxyfleet.common.runner.backoff import backoff_delay
 from proxyfleet.common.runner.broker import ConnectedNatsBroker
 from proxyfleet.common.runner.consumer import IntentConsumer, consumer_config
@@ -22,6 +25,7 @@ from proxyfleet.common.runner.settings import RunnerSettings
 from proxyfleet.common.runner.verdict import Delivery, Reply, Verdict
 
 __all__ = [
+    "Adopter",
     "ConnectedNatsBroker",
     "Delivery",
     "IntentConsumer",

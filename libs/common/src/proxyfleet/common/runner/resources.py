@@ -80,7 +80,9 @@ class ResourcesResponder:
         except Exception as exc:  # an adapter bug must still get the asker an answer
             log.exception("resources.listing_failed")
             return ResourceList(provider=self._name, resources=[], error=f"internal error: {exc}")
-        return ResourceList(provider=self._name, resources=found)
+        # GC needs no credentials: they stay with the provisioner (re-adoption reads them).
+        blank = [msgspec.structs.replace(r, password="") if r.password else r for r in found]
+        return ResourceList(provider=self._name, resources=blank)
 
     async def _answer(self) -> ResourcesReply:
         """FastStream sends the returned bytes to the request's reply subject."""

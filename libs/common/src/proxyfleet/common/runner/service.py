@@ -19,6 +19,7 @@ from proxyfleet.common.messaging import Publisher, ensure_streams
 from proxyfleet.common.provider import Provider
 from proxyfleet.common.providers_config import ProviderConfig, ProvidersConfig, load_provider
 from proxyfleet.common.relay import OutboxRelay
+from proxyfleet.common.runner.adopter import Adopter
 from proxyfleet.common.runner.consumer import IntentConsumer
 from proxyfleet.common.runner.handlers import IntentHandler
 from proxyfleet.common.runner.reconciler import Reconciler
@@ -67,6 +68,13 @@ class ProvisionerRunner:
             registry=registry, publisher=publisher, settings=settings, clock=clock
         )
         self.resources = ResourcesResponder(nc, provider, settings.provider)
+        self.adopter = Adopter(
+            registry=registry,
+            provider=provider,
+            settings=settings,
+            installation_id=installation_id,
+            clock=clock,
+        )
 
     async def run(self, stop: asyncio.Event) -> None:
         """Serve until `stop` is set; in-flight intents get shutdown_grace to finish."""
@@ -76,6 +84,7 @@ class ProvisionerRunner:
             async with asyncio.TaskGroup() as tasks:
                 tasks.create_task(self.consumer.run(stop))
                 tasks.create_task(self.reconciler.run(stop))
+                tasks.create_task(self.adopter.run(stop))
                 tasks.create_task(self.relay.run(stop))
         finally:
             with contextlib.suppress(nats.errors.Error):  # closed already: nothing to stop

@@ -1,6 +1,7 @@
 """Redis-backed system of record: the proxy registry and the lease store (atomic Lua)."""
 
 from proxyfleet.common.store.creates import Created, Idempotency
+from proxyfleet.common.store.installation import Installation, InstallationMarker
 from proxyfleet.common.store.leases import GrantRequest, LeaseStore
 from proxyfleet.common.store.mux import LuaScript, ScriptMux
 from proxyfleet.common.store.outbox import Outbox, OutboxEntry
@@ -11,6 +12,8 @@ __all__ = [
     "Created",
     "GrantRequest",
     "Idempotency",
+    "Installation",
+    "InstallationMarker",
     "LeaseStore",
     "LuaScript",
     "Outbox",

@@ -17,6 +17,7 @@ from proxyfleet.common.store.codec import (
     encode_value,
     pairs_to_dict,
     proxy_from_hash,
+    proxy_to_hash,
 )
 from proxyfleet.common.store.creates import (
     Created,
@@ -25,6 +26,7 @@ from proxyfleet.common.store.creates import (
     decode_created,
 )
 from proxyfleet.common.store.fastid import fast_id
+from proxyfleet.common.store.installation import Installation
 from proxyfleet.common.store.mux import ScriptMux
 from proxyfleet.common.store.outage import translates_outages
 from proxyfleet.common.store.outbox import Outbox
@@ -61,6 +63,8 @@ class ProxyRegistry:
         self._scripts = Scripts(client, namespace, mux)
         self.outbox = Outbox(client, namespace)
         """Where this registry's scripts append their events and intents."""
+        self.installation = Installation(client, clock, namespace=namespace)
+        """The registry's identity: installation marker and tombstones."""
 
     def _key(self, *parts: str) -> str:
         return ":".join((self._ns, *parts))
@@ -86,6 +90,20 @@ class ProxyRegistry:
         args = create_args(proxies, max_proxies, idempotency)
         res = await self._scripts.call("create", fast_id("e"), repr(self._clock.now()), *args)
         return decode_created(proxies, res)
+
+    async def adopt(self, proxy: Proxy) -> bool | None:
+        """Register again a proxy whose resource outlived its entry (a store reset), in
+        `proxy.phase` (booting, or provisioning to have the runner find its address), with
+        its `proxy.adopted` event (and, provisioning, its create intent) in the outbox.
+        True adopted, False it exists, None it was deleted (tombstoned: GC's to remove)."""
+        flat: list[str] = []
+        for k, v in proxy_to_hash(proxy).items():
+            if k not in ("phase", "gen", "updated_at"):
+                flat += [k, v]
+        now = repr(self._clock.now())
+        args = (proxy.id, fast_id("e"), now, proxy.phase.value, *flat)
+        code = int(await self._scripts.call("adopt", *args))
+        return None if code < 0 else code == 1
 
     async def get(self, proxy_id: str) -> Proxy | None:
         data = cast(dict[str, str], await self._redis.hgetall(self._key("proxy", proxy_id)))

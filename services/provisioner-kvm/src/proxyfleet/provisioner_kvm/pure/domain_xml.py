@@ -6,10 +6,11 @@ Parsing is only ever of libvirt's output (or of our own metadata as libvirt retu
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import xml.etree.ElementTree as ET  # builds XML; parses only libvirt's output
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 METADATA_URI = "https://proxyfleet.dev/xmlns/libvirt/1"
@@ -18,6 +19,18 @@ METADATA_PREFIX = "proxyfleet"
 """Prefix libvirt uses for METADATA_URI in the domain XML."""
 
 GUEST_AGENT_CHANNEL = "org.qemu.guest_agent.0"
+
+
+@dataclass(frozen=True, slots=True)
+class Rebuild:
+    """What the metadata keeps so the proxy can be registered again from the domain after
+    a store reset. The password is on the host already (the seed ISO's user-data)."""
+
+    zone: str = ""
+    username: str = ""
+    password: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    placement: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +55,7 @@ class DomainSpec:
     firmware: Literal["uefi", "bios"]
     domain_type: Literal["kvm", "qemu"]
     """kvm: hardware virtualisation; qemu: TCG (software), slow but runs anywhere."""
+    rebuild: Rebuild | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,6 +66,8 @@ class DomainIdentity:
     installation_id: str
     created_at: float = 0.0
     """Unix seconds from the metadata; 0.0 when absent or unreadable (counts as old)."""
+    rebuild: Rebuild = field(default_factory=Rebuild)
+    """Empty for a domain made before the metadata carried it (not adoptable)."""
 
 
 def render_domain_xml(spec: DomainSpec) -> str:
@@ -65,7 +81,11 @@ def render_domain_xml(spec: DomainSpec) -> str:
     meta = _sub(dom, "metadata")
     meta.append(
         _instance_element(
-            spec.proxy_id, spec.installation_id, spec.created_at, prefix=METADATA_PREFIX
+            spec.proxy_id,
+            spec.installation_id,
+            spec.created_at,
+            prefix=METADATA_PREFIX,
+            rebuild=spec.rebuild,
         )
     )
     _sub(dom, "memory", str(spec.memory_mib), unit="MiB")
@@ -135,13 +155,16 @@ def _devices(dom: ET.Element, spec: DomainSpec) -> None:
 
 
 def metadata_element_xml(
-    proxy_id: str, installation_id: str, created_at: float | None = None
+    proxy_id: str,
+    installation_id: str,
+    created_at: float | None = None,
+    rebuild: Rebuild | None = None,
 ) -> str:
     """Our metadata element as given to `virDomain.setMetadata` (libvirt adds the namespace).
 
     Without `created_at` the element has no creation time (read back as 0.0).
     """
-    element = _instance_element(proxy_id, installation_id, created_at)
+    element = _instance_element(proxy_id, installation_id, created_at, rebuild=rebuild)
     return ET.tostring(element, encoding="unicode")
 
 
@@ -195,10 +218,20 @@ def mac_from_domain_xml(domain_xml: str) -> str | None:
 
 
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
+_PASSWORD = re.compile(r"(<(?:[\w-]+:)?password>)[^<]*(</)")
+
+
+def redact_xml(text: str) -> str:
+    """The XML with our metadata's password hidden, for trace logs."""
+    return _PASSWORD.sub(r"\1***\2", text)
 
 
 def _instance_element(
-    proxy_id: str, installation_id: str, created_at: float | None, prefix: str = ""
+    proxy_id: str,
+    installation_id: str,
+    created_at: float | None,
+    prefix: str = "",
+    rebuild: Rebuild | None = None,
 ) -> ET.Element:
     # A literal `prefix:` tag plus its xmlns attribute: ElementTree writes both as given,
     # without touching its process-wide namespace registry.
@@ -210,6 +243,12 @@ def _instance_element(
     if created_at is not None:
         # repr() of a float reads back to exactly the same float.
         _sub(inst, f"{p}created-at", repr(float(created_at)))
+    if rebuild is not None:
+        _sub(inst, f"{p}zone", rebuild.zone)
+        _sub(inst, f"{p}username", rebuild.username)
+        _sub(inst, f"{p}password", rebuild.password)
+        _sub(inst, f"{p}labels", json.dumps(rebuild.labels, sort_keys=True))
+        _sub(inst, f"{p}placement", json.dumps(rebuild.placement, sort_keys=True))
     return inst
 
 
@@ -225,7 +264,25 @@ def _identity_of(element: ET.Element) -> DomainIdentity | None:
         proxy_id=proxy_id,
         installation_id=installation_id,
         created_at=_seconds(fields.get("created-at", "")),
+        rebuild=Rebuild(
+            zone=fields.get("zone", ""),
+            username=fields.get("username", ""),
+            password=fields.get("password", ""),
+            labels=_str_map(fields.get("labels", "")),
+            placement=_str_map(fields.get("placement", "")),
+        ),
     )
+
+
+def _str_map(text: str) -> dict[str, str]:
+    # Unreadable maps read as empty: the domain is still listed (and GC still sees it).
+    try:
+        value = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    if not isinstance(value, dict):
+        return {}
+    return {str(k): str(v) for k, v in value.items()}
 
 
 def _seconds(text: str) -> float:

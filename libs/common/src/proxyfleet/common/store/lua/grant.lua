@@ -39,7 +39,11 @@ end
 
 local function take(id)
   local pkey = k('proxy', id)
-  local epoch = redis.call('HINCRBY', pkey, 'epoch', 1)
+  -- A hybrid-logical-clock epoch: above the stored one and at least the clock in ms, so
+  -- after a store reset (stored epoch lost) fencing tokens still only grow.
+  local epoch = math.max((tonumber(redis.call('HGET', pkey, 'epoch')) or 0) + 1,
+    math.floor(now * 1000))
+  redis.call('HSET', pkey, 'epoch', epoch)
   local expires = now + ttl
   redis.call('HSET', pkey, 'lease_id', lease_id)
   avail_rem(id)

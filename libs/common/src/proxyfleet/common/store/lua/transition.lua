@@ -48,6 +48,9 @@ else
 end
 if to == 'deleted' then
   redis.call('EXPIRE', pkey, deleted_ttl)
+  -- The tombstone outlives the entry: re-adoption never brings a deleted proxy back.
+  redis.call('ZADD', k('tombstones'), now, id)
+  redis.call('ZREMRANGEBYSCORE', k('tombstones'), '-inf', tonumber(now) - 30 * 86400)
 end
 
 local event_id, now_raw, provider = ARGV[9], ARGV[6], cur[3] or ''

@@ -1,0 +1,91 @@
+"""Re-adoption: a lost registry heals from the provider instead of emptying the fleet.
+
+Every reconcile interval the adopter marks the installation (a no-op unless the store
+was emptied: then this writes the new marker, whose `created_at` tells GC and this loop
+which resources outlived their entries), lists the provider's resources and registers
+again each one that survived a reset (`proxyfleet.common.adoption`): booting when its
+address is known, so health probes it and a good probe makes it ready; provisioning
+otherwise, so the runner's create adopts it and finds the address.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+
+from proxyfleet.common.adoption import adopted_proxy, plan_adoptions
+from proxyfleet.common.clock import Clock
+from proxyfleet.common.errors import MessagingUnavailable, ProviderError, StoreUnavailable
+from proxyfleet.common.logging import get_logger
+from proxyfleet.common.metrics import ADOPTIONS
+from proxyfleet.common.provider import Provider
+from proxyfleet.common.runner.calls import timed_call
+from proxyfleet.common.runner.settings import RunnerSettings
+from proxyfleet.common.store.registry import ProxyRegistry
+
+log = get_logger("proxyfleet.runner")
+
+
+class Adopter:
+    def __init__(
+        self,
+        *,
+        registry: ProxyRegistry,
+        provider: Provider,
+        settings: RunnerSettings,
+        installation_id: str,
+        clock: Clock,
+    ) -> None:
+        self._registry = registry
+        self._provider = provider
+        self._settings = settings
+        self._installation_id = installation_id
+        self._clock = clock
+
+    async def run(self, stop: asyncio.Event) -> None:
+        """A pass at start, then one every reconcile_interval until `stop` is set."""
+        while not stop.is_set():
+            try:
+                await self.adopt_once()
+            except (StoreUnavailable, MessagingUnavailable, ProviderError) as exc:
+                log.warning("adopter.pass_failed", error=str(exc))
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(stop.wait(), self._settings.reconcile_interval)
+
+    async def adopt_once(self) -> int:
+        """Mark the installation, then register every survivor of a reset; how many."""
+        installation = self._registry.installation
+        marker = await installation.mark(self._installation_id)
+        if marker.created:
+            log.warning("adopter.installation_marked", installation_id=self._installation_id)
+        if marker.installation_id != self._installation_id:
+            log.error(
+                "adopter.foreign_installation",
+                installation_id=self._installation_id,
+                marker_installation_id=marker.installation_id,
+            )
+            return 0
+        name = self._settings.provider
+        listed = await timed_call(name, "list", self._provider.list_managed())
+        ids = list(dict.fromkeys(r.proxy_id for r in listed))
+        proxies = dict(zip(ids, await self._registry.get_many(ids), strict=True))
+        absent = [pid for pid, p in proxies.items() if p is None]
+        tombstoned = await installation.tombstoned(absent)
+        plan = plan_adoptions(self._installation_id, marker.created_at, listed, proxies, tombstoned)
+        adopted = 0
+        for res in plan:
+            proxy = adopted_proxy(name, res, self._clock.now(), self._settings.boot_timeout)
+            done = await self._registry.adopt(proxy)
+            result = "adopted" if done else ("exists" if done is False else "tombstoned")
+            ADOPTIONS.labels(name, result).inc()
+            if done:
+                adopted += 1
+                log.info(
+                    "adopter.proxy_adopted",
+                    proxy_id=proxy.id,
+                    resource_id=res.resource_id,
+                    phase=proxy.phase,
+                )
+        if adopted:
+            log.warning("adopter.registry_healed", provider=name, adopted=adopted)
+        return adopted

@@ -1,0 +1,22 @@
+-- Register again a proxy whose resource outlived its registry entry (a store reset).
+-- ARGV: ns, id, event_id, now, phase ('booting': address known, health probes it;
+--       'provisioning': the runner's create adopts the resource and finds its address),
+--       field, value, ...
+-- -> 1 adopted | 0 the proxy exists | -1 tombstoned (it was deleted: GC's to remove)
+local id, event_id, now_raw, phase = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local pkey = k('proxy', id)
+if redis.call('EXISTS', pkey) == 1 then return 0 end
+if redis.call('ZSCORE', k('tombstones'), id) then return -1 end
+for i = 6, #ARGV, 2 do redis.call('HSET', pkey, ARGV[i], ARGV[i + 1]) end
+redis.call('HSET', pkey, 'phase', phase, 'gen', 1, 'updated_at', now_raw)
+redis.call('ZADD', k('proxies'), 0, id)
+local provider = redis.call('HGET', pkey, 'provider') or ''
+redis.call('HINCRBY', k('counts', provider), phase, 1)
+if phase == 'booting' then
+  redis.call('ZADD', k('probe'), tonumber(now_raw), id)
+else
+  intent_create(provider, id)
+end
+event('proxy.adopted', event_id, now_raw, id, provider, '',
+  {'from', '""', 'gen', '1', 'reason', json_str('registry reset: resource adopted')})
+return 1

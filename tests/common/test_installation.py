@@ -1,0 +1,120 @@
+"""The registry's identity (installation marker, tombstones) and the adopt script, on a
+real Redis."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis.asyncio as aioredis
+from tests.common.factories import make_proxy, make_ready
+
+from proxyfleet.common.adoption import adopted_proxy
+from proxyfleet.common.clock import ManualClock
+from proxyfleet.common.messaging import event_decoder, intent_decoder
+from proxyfleet.common.models import CreateIntent, ManagedResource, Phase
+from proxyfleet.common.store import Installation, InstallationMarker, ProxyRegistry
+
+
+async def _outbox(redis_client: aioredis.Redis) -> list[dict[str, Any]]:
+    rows: Any = await redis_client.xrange("pf:outbox")
+    return [fields for _, fields in rows]
+
+
+def _resource(pid: str, clock: ManualClock, *, host: str = "127.0.0.1") -> ManagedResource:
+    return ManagedResource(
+        resource_id=f"pf-{pid}",
+        proxy_id=pid,
+        installation_id="inst-a",
+        created_at=clock.now() - 3600,
+        zone="zone-a",
+        host=host,
+        port=20001 if host else 3128,
+        username="u",
+        password="s3cret",
+        labels={"tier": "gold"},
+    )
+
+
+async def test_the_marker_is_written_once(redis_client: aioredis.Redis, clock: ManualClock) -> None:
+    first = Installation(redis_client, clock)
+    assert await first.marker() is None
+
+    made = await first.mark("inst-a")
+    clock.advance(60)
+    again = await Installation(redis_client, clock).mark("inst-b")  # another one: no overwrite
+
+    assert (made.installation_id, made.created_at, made.created) == (
+        "inst-a",
+        clock.now() - 60,
+        True,
+    )
+    assert (again.installation_id, again.created_at, again.created) == (
+        "inst-a",
+        made.created_at,
+        False,
+    )
+    assert await first.marker() == InstallationMarker("inst-a", made.created_at)
+
+
+async def test_a_deleted_proxy_leaves_a_tombstone_that_refuses_adoption(
+    registry: ProxyRegistry, redis_client: aioredis.Redis, clock: ManualClock
+) -> None:
+    await make_ready(registry, make_proxy("p1", clock))
+    await registry.transition("p1", Phase.DELETING)
+    await registry.transition("p1", Phase.DELETED)
+    assert await registry.installation.tombstoned(["p1", "p2"]) == {"p1"}
+    await redis_client.delete("pf:proxy:p1")  # its entry expired (deleted_ttl)
+
+    proxy = adopted_proxy("local", _resource("p1", clock), clock.now(), 60.0)
+    assert await registry.adopt(proxy) is None
+    assert await registry.get("p1") is None
+
+
+async def test_adopt_with_an_address_boots_and_is_probed(
+    registry: ProxyRegistry, redis_client: aioredis.Redis, clock: ManualClock
+) -> None:
+    proxy = adopted_proxy("local", _resource("p1", clock), clock.now(), 60.0)
+
+    assert await registry.adopt(proxy) is True
+    assert await registry.adopt(proxy) is False  # exists now
+
+    back = await registry.get("p1")
+    assert back is not None
+    assert (back.phase, back.gen, back.host, back.port, back.resource_id) == (
+        Phase.BOOTING,
+        1,
+        "127.0.0.1",
+        20001,
+        "pf-p1",
+    )
+    assert (back.username, back.password, back.labels) == ("u", "s3cret", {"tier": "gold"})
+    assert back.boot_deadline == clock.now() + 60.0
+    assert await redis_client.zscore("pf:probe", "p1") == clock.now()
+    assert (await registry.count_by_phase("local"))[Phase.BOOTING] == 1
+    [entry] = await _outbox(redis_client)
+    event = event_decoder.decode(entry["d"])
+    assert (entry["s"], event.type, event.proxy_id, event.provider) == (
+        "proxyfleet.events.proxy.adopted",
+        "proxy.adopted",
+        "p1",
+        "local",
+    )
+    assert "s3cret" not in entry["d"]
+    assert [p.id for p in (await registry.page())[0]] == ["p1"]
+
+
+async def test_adopt_without_an_address_queues_a_create_for_the_runner(
+    registry: ProxyRegistry, redis_client: aioredis.Redis, clock: ManualClock
+) -> None:
+    proxy = adopted_proxy("kvm1", _resource("p2", clock, host=""), clock.now(), 60.0)
+
+    assert await registry.adopt(proxy) is True
+
+    back = await registry.get("p2")
+    assert back is not None
+    assert (back.phase, back.host, back.port) == (Phase.PROVISIONING, "", 0)
+    assert await redis_client.zscore("pf:probe", "p2") is None
+    intents = [
+        intent_decoder.decode(e["d"]) for e in await _outbox(redis_client) if ".intents." in e["s"]
+    ]
+    assert intents == [CreateIntent(proxy_id="p2")]
