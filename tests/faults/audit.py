@@ -61,6 +61,8 @@ class Verdict:
     findings: list[Finding] = field(default_factory=list)
     lost_with_redis: int = 0
     """2xx leases gone with an unpersisted Redis: accounted, not a finding."""
+    events_lost_with_redis: int = 0
+    """Lease events still in the outbox of an unpersisted Redis when it was reset."""
 
     def by_check(self) -> dict[str, int]:
         return dict(Counter(f.check for f in self.findings))
@@ -169,9 +171,14 @@ def check_stream_once(events: Iterable[StreamEvent]) -> list[Finding]:
     return [Finding("event_duplicate", f"{i}: {n} times") for i, n in counts.items() if n > 1]
 
 
-def check_lease_events(leases: Iterable[Lease], events: Iterable[StreamEvent]) -> list[Finding]:
+def check_lease_events(
+    leases: Iterable[Lease], events: Iterable[StreamEvent], redis_reset_at: float | None = None
+) -> tuple[list[Finding], int]:
     """Every 2xx grant has its lease.granted on the stream (same proxy, same epoch), every
-    200 release its lease.released."""
+    200 release its lease.released. An event of a change made before a reset of an
+    unpersisted Redis may have gone with its outbox: counted (second value), not hidden."""
+    reset = redis_reset_at if redis_reset_at is not None else -math.inf
+    accounted = 0
     granted: dict[str, StreamEvent] = {}
     released: set[str] = set()
     for e in events:
@@ -182,13 +189,18 @@ def check_lease_events(leases: Iterable[Lease], events: Iterable[StreamEvent]) -
     found: list[Finding] = []
     for lease in leases:
         g = granted.get(lease.lease_id)
-        if g is None:
+        if g is None and lease.granted_at <= reset:
+            accounted += 1
+        elif g is None:
             found.append(Finding("event_lost", f"lease.granted of {lease.lease_id}"))
         elif g.proxy_id != lease.proxy_id or g.epoch != lease.epoch:
             found.append(Finding("event_mismatch", f"lease.granted of {lease.lease_id}"))
         if lease.release_status == 200 and lease.lease_id not in released:
-            found.append(Finding("event_lost", f"lease.released of {lease.lease_id}"))
-    return found
+            if lease.release_sent is not None and lease.release_sent <= reset:
+                accounted += 1
+            else:
+                found.append(Finding("event_lost", f"lease.released of {lease.lease_id}"))
+    return found, accounted
 
 
 def check_lifecycle(
@@ -252,10 +264,13 @@ def check_no_server_errors(requests: Iterable[Request]) -> list[Finding]:
     return [Finding("server_error", f"{what} x{n}") for what, n in sorted(counts.items())]
 
 
-def load_figures(requests: Iterable[Request], start: float, end: float) -> tuple[float, float]:
-    """Requests/s and the share not answered 2xx, for requests started in [start, end)."""
+def load_figures(
+    requests: Iterable[Request], start: float, end: float
+) -> tuple[float, float, dict[int, int]]:
+    """Requests/s, the share not answered 2xx and those answers by status (0: none), for
+    the grants and releases started in [start, end)."""
     window = [r for r in requests if start <= r.started < end and r.op in ("grant", "release")]
     if not window or end <= start:
-        return 0.0, 0.0
-    errors = sum(1 for r in window if not 200 <= r.status < 300)
-    return len(window) / (end - start), errors / len(window)
+        return 0.0, 0.0, {}
+    errors = Counter(r.status for r in window if not 200 <= r.status < 300)
+    return len(window) / (end - start), sum(errors.values()) / len(window), dict(errors)

@@ -19,6 +19,10 @@ class Row:
     verdict: Verdict = field(default_factory=Verdict)
     leases: int = 0
     """2xx leases recorded during this fault's run."""
+    events: int = 0
+    """Events on the stream when it was audited."""
+    statuses: dict[int, int] = field(default_factory=dict)
+    """The non-2xx answers during the fault, by status (0: no answer)."""
 
     @property
     def passed(self) -> bool:
@@ -27,19 +31,24 @@ class Row:
 
 def lost_cell(v: Verdict) -> str:
     parts = [f"{n} {check}" for check, n in sorted(v.by_check().items())]
-    if v.lost_with_redis:
-        parts.append(f"{v.lost_with_redis} leases lost with Redis (accounted)")
+    if v.lost_with_redis or v.events_lost_with_redis:
+        parts.append(
+            f"accounted: {v.lost_with_redis} leases and {v.events_lost_with_redis} lease "
+            "events lost with Redis"
+        )
     return ", ".join(parts) or "nothing"
 
 
 def render(rows: list[Row]) -> str:
     lines = [
-        "| fault | load held (req/s, errors) | 2xx leases | recovered by itself | lost | verdict |",
+        "| fault | load held: req/s, errors | audited | recovered by itself | lost | verdict |",
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
+        by = ", ".join(f"{n}x {s or 'none'}" for s, n in sorted(r.statuses.items()))
+        load = f"{r.rps:.0f}/s, {r.error_rate:.1%}" + (f" ({by})" if by else "")
         lines.append(
-            f"| {r.fault} | {r.rps:.0f}/s, {r.error_rate:.1%} | {r.leases} | "
+            f"| {r.fault} | {load if r.rps else '-'} | {r.leases} leases, {r.events} events | "
             f"{'; '.join(r.recovered) or '-'} | {lost_cell(r.verdict)} | "
             f"{'pass' if r.passed else 'FAIL'} |"
         )

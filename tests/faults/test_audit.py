@@ -96,10 +96,18 @@ def test_lease_events_present_pass_and_missing_fail() -> None:
         ev("2", "lease.released", 1, "p1", "a", epoch=1),
         ev("3", "lease.granted", 0, "p2", "b", epoch=4),
     ]
-    assert check_lease_events(leases, events) == []  # b's release had no answer: no claim
-    assert [f.check for f in check_lease_events(leases, events[1:])] == ["event_lost"]
+    assert check_lease_events(leases, events) == ([], 0)  # b's release had no answer
+    assert [f.check for f in check_lease_events(leases, events[1:])[0]] == ["event_lost"]
     wrong = [events[0], events[1], ev("3", "lease.granted", 0, "p2", "b", epoch=3)]
-    assert [f.check for f in check_lease_events(leases, wrong)] == ["event_mismatch"]
+    assert [f.check for f in check_lease_events(leases, wrong)[0]] == ["event_mismatch"]
+
+
+def test_lease_events_lost_with_an_unpersisted_redis_are_accounted() -> None:
+    leases = [lease("a", "p1", 1, 0, 1), lease("b", "p1", 2, 20, 21)]
+    # a's events were still in the outbox at the reset (t=10); b came after it.
+    found, accounted = check_lease_events(leases, [], redis_reset_at=10)
+    assert accounted == 2
+    assert [f.detail for f in found] == ["lease.granted of b", "lease.released of b"]
 
 
 def test_lifecycle_chain() -> None:
@@ -137,13 +145,17 @@ def test_writes_answered_in_time_and_no_500() -> None:
 
 def test_load_figures_and_table() -> None:
     reqs = [Request("grant", t / 10, 0.01, 201 if t % 4 else 503) for t in range(20)]
-    rps, errors = load_figures(reqs, 0, 2)
+    rps, errors, statuses = load_figures(reqs, 0, 2)
     assert rps == 10
     assert errors == 0.25
-    assert load_figures([], 0, 1) == (0.0, 0.0)
-    row = Row("kill -9 api", rps, errors, ["api ready in 1.2s"], leases=7)
+    assert statuses == {503: 5}
+    assert load_figures([], 0, 1) == (0.0, 0.0, {})
+    row = Row("kill -9 api", rps, errors, ["api ready in 1.2s"], leases=7, statuses=statuses)
     table = render([row])
-    assert "| kill -9 api | 10/s, 25.0% | 7 | api ready in 1.2s | nothing | pass |" in table
+    assert (
+        "| kill -9 api | 10/s, 25.0% (5x 503) | 7 leases, 0 events | api ready in 1.2s "
+        "| nothing | pass |"
+    ) in table
     row.verdict.findings.extend(check_stream_once([ev("1", "x", 0, "p"), ev("1", "x", 0, "p")]))
     assert "1 event_duplicate" in render([row])
     assert "FAIL" in render([row])
