@@ -37,6 +37,12 @@ class Request:
     seconds: float
     status: int
     """HTTP status, 0 when no answer came (refused, reset, timed out)."""
+    code: str = ""
+    """The error body's `error` (store_unavailable, conflict, ...) when not 2xx."""
+
+    @property
+    def label(self) -> str:
+        return f"{self.status} {self.code}".strip() if self.status else "no answer"
 
 
 @dataclass(frozen=True)
@@ -249,6 +255,19 @@ def check_resources(
     return found
 
 
+def check_dead_grants(
+    leases: Iterable[Lease], dead: Mapping[str, tuple[float, float]]
+) -> list[Finding]:
+    """No grant of a proxy in the span it was known dead and unprobed (`dead`: proxy id ->
+    (from, to), e.g. a few probe intervals after its process was killed while health was
+    down, until health came back)."""
+    return [
+        Finding("dead_proxy_granted", f"{x.lease_id} on {x.proxy_id}")
+        for x in leases
+        if x.proxy_id in dead and dead[x.proxy_id][0] <= x.granted_at <= dead[x.proxy_id][1]
+    ]
+
+
 def check_write_latency(requests: Iterable[Request], limit: float) -> list[Finding]:
     """Creates and deletes answer 2xx within `limit` seconds (during a NATS outage too)."""
     return [
@@ -266,11 +285,11 @@ def check_no_server_errors(requests: Iterable[Request]) -> list[Finding]:
 
 def load_figures(
     requests: Iterable[Request], start: float, end: float
-) -> tuple[float, float, dict[int, int]]:
-    """Requests/s, the share not answered 2xx and those answers by status (0: none), for
+) -> tuple[float, float, dict[str, int]]:
+    """Requests/s, the share not answered 2xx and those answers by status and code, for
     the grants and releases started in [start, end)."""
     window = [r for r in requests if start <= r.started < end and r.op in ("grant", "release")]
     if not window or end <= start:
         return 0.0, 0.0, {}
-    errors = Counter(r.status for r in window if not 200 <= r.status < 300)
+    errors = Counter(r.label for r in window if not 200 <= r.status < 300)
     return len(window) / (end - start), sum(errors.values()) / len(window), dict(errors)

@@ -10,6 +10,7 @@ import os
 import signal
 import subprocess
 import time
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import httpx
@@ -107,14 +108,23 @@ def dead_proxy(fleet: Fleet, w: Window, plan: Plan) -> None:
     fleet.kill9("health")
     _kill_proxy(fleet, held)
     _kill_proxy(fleet, idle)
+    killed = time.time()
     w.deleted |= {held, idle}  # judged below, by whether they come back
-    time.sleep(4.0)  # eight probe intervals without a probe
-    r = fleet.client.post("/v1/leases", json={"proxy_id": idle, "ttl": 5})
-    if r.status_code == 201:
-        w.findings.append(Finding("dead_proxy_granted", f"{idle} granted with health down"))
-        fleet.client.post(
-            f"/v1/leases/{r.json()['lease_id']}/release", json={"epoch": r.json()["epoch"]}
-        )
+    time.sleep(2.0)  # four probe intervals without a probe: "recent" is over
+    deadline = time.monotonic() + 3
+    while time.monotonic() < deadline:  # the load may hold it: try until it is free
+        r = fleet.client.post("/v1/leases", json={"proxy_id": idle, "ttl": 5})
+        if r.status_code == 201:
+            w.findings.append(Finding("dead_proxy_granted", f"{idle} granted by its id"))
+            fleet.client.post(
+                f"/v1/leases/{r.json()['lease_id']}/release", json={"epoch": r.json()["epoch"]}
+            )
+            break
+        if r.status_code != 409:
+            break
+        time.sleep(0.1)
+    # The load's grants of either dead proxy in this span are findings too (run_one).
+    w.dead = dict.fromkeys((held, idle), (killed + 2.0, time.time()))
     fleet.restart("health")
     fleet.wait("health ready", lambda: fleet.is_ready("health"), 60)
     try:
@@ -192,20 +202,28 @@ def _listening_on_all(port: int) -> bool:
     return False
 
 
-BAD_CONFIGS = {
-    "duplicate key": "    zones: [local-a]\n    zones: [local-b]\n",
-    "bind_host 0.0.0.0": "    zones: [local-a]\n    local:\n      bind_host: 0.0.0.0\n",
-    "garbage bind_host": "    zones: [local-a]\n    local:\n      bind_host: not-an-address\n",
-    "zone listed twice": "    zones: [local-a, local-a]\n",
-}
+def _config_variants(good: str) -> dict[str, str]:
+    """The dev stack's providers config broken in one way each (and itself, the control)."""
+    after_type = "    type: local\n"
+    after_local = "    local:\n"
+    return {
+        "control (valid)": good,
+        "duplicate key": good.replace(after_type, after_type + "    boot_timeout: 5\n"),
+        "zone listed twice": good.replace("[local-a, local-b]", "[local-a, local-a]"),
+        "bind_host 0.0.0.0": good.replace(after_local, after_local + "      bind_host: 0.0.0.0\n"),
+        "garbage bind_host": good.replace(after_local, after_local + "      bind_host: nope\n"),
+        "1-character token": good,
+        "max_proxies (valid)": good.replace(after_type, after_type + "    max_proxies: 50\n"),
+    }
 
 
-def config_and_limits(fleet: Fleet, w: Window, plan: Plan) -> None:
-    """Strict configs and tokens, Idempotency-Key, 405 Allow, metrics on loopback."""
+def _try_configs(fleet: Fleet) -> dict[str, int | None]:
+    """Start an API on each variant; its exit code (2: refused), None if still running."""
+    good = Path(fleet.stack.providers_config).read_text()
     runs: dict[str, subprocess.Popen[bytes]] = {}
-    for name, body in {**BAD_CONFIGS, "1-character token": "    zones: [local-a]\n"}.items():
-        path = fleet.base / f"bad-{len(runs)}.yaml"
-        path.write_text("providers:\n  - name: local\n    type: local\n" + body)
+    for i, (name, body) in enumerate(_config_variants(good).items()):
+        path = fleet.base / f"config-{i}.yaml"
+        path.write_text(body)
         env = {**fleet.stack.service_env(), "PROXYFLEET_PROVIDERS_CONFIG": str(path)}
         if name == "1-character token":
             env["PROXYFLEET_API_CLIENT_TOKENS"] = "x"
@@ -214,15 +232,25 @@ def config_and_limits(fleet: Fleet, w: Window, plan: Plan) -> None:
             args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
             start_new_session=True,
         )  # fmt: skip
-    deadline = time.monotonic() + 15
+    deadline = time.monotonic() + 15  # a config error exits before connecting: seconds
+    codes: dict[str, int | None] = {}
     for name, proc in runs.items():
         try:
-            code = proc.wait(max(0.1, deadline - time.monotonic()))
+            codes[name] = proc.wait(max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             os.killpg(proc.pid, signal.SIGKILL)
             proc.wait(5)
-            code = None
-        if code != 2:
+            codes[name] = None
+    return codes
+
+
+def config_and_limits(fleet: Fleet, w: Window, plan: Plan) -> None:
+    """Strict configs and tokens, Idempotency-Key, 405 Allow, metrics on loopback."""
+    for name, code in _try_configs(fleet).items():
+        valid = name.endswith("(valid)")
+        if valid and code is not None:
+            w.findings.append(Finding("config_refused", f"{name}: exit {code}"))
+        elif not valid and code != 2:
             w.findings.append(Finding("config_accepted", f"{name}: exit {code}"))
     key = {"Idempotency-Key": "faults-create-1"}
     create = {"provider": "local", "count": 1}

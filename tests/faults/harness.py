@@ -1,7 +1,6 @@
-"""The system the fault suite breaks: its own NATS and Redis on fixed loopback ports (so
-they can be stopped and started again where the services look for them), the dev stack's
-services and real local proxies; and what the audit reads back: leases, the event stream,
-the registry, the provider's resources, the logs."""
+"""The system the fault suite breaks: its own NATS and Redis (tests/faults/servers.py), the
+dev stack's services and real local proxies; and what the audit reads back: leases, the
+event stream, the registry, the provider's resources, the logs."""
 
 from __future__ import annotations
 
@@ -9,11 +8,10 @@ import asyncio
 import json
 import os
 import secrets
+import shutil
 import signal
-import subprocess
 import tempfile
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +20,10 @@ import nats
 import redis
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from tests.faults.audit import StreamEvent
+from tests.faults.servers import Restartable, stop_group
 
 from proxyfleet.common.subjects import EVENT_STREAM
-from proxyfleet.devstack.servers import free_port, nats_server_binary, redis_server_binary
-from proxyfleet.devstack.servers import wait_tcp as _wait_tcp
+from proxyfleet.devstack.servers import free_port
 from proxyfleet.devstack.stack import Stack, StackOptions, stop_local_proxies
 
 NAMESPACE = "pf"
@@ -34,72 +32,6 @@ NAMESPACE = "pf"
 def auth(token: str) -> dict[str, str]:
     """The one place the suite turns a token into a header (the token format may change)."""
     return {"Authorization": f"Bearer {token}"}
-
-
-def _stop_group(proc: subprocess.Popen[bytes], sig: int = signal.SIGTERM) -> None:
-    """Stop a process and its group (every server here is started in a session of its own)."""
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, sig)
-        proc.wait(10)
-    except (ProcessLookupError, PermissionError):
-        pass
-    except subprocess.TimeoutExpired:
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait(5)
-
-
-@dataclass
-class Restartable:
-    """One NATS or Redis server whose port and data folder survive a restart."""
-
-    kind: str
-    data_dir: Path
-    log: Path
-    port: int = field(default_factory=free_port)
-    persist: bool = True
-    """Redis: append-only file on (as deploy/ runs it) or nothing kept."""
-    proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        scheme = "nats" if self.kind == "nats" else "redis"
-        return f"{scheme}://127.0.0.1:{self.port}" + ("/0" if self.kind == "redis" else "")
-
-    def _args(self) -> list[str]:
-        if self.kind == "nats":
-            return [nats_server_binary(), "-a", "127.0.0.1", "-p", str(self.port), "-js"]
-        aof = "yes" if self.persist else "no"
-        return [
-            redis_server_binary(),
-            *("--port", str(self.port), "--bind", "127.0.0.1", "--save", ""),
-            *("--appendonly", aof, "--dir", str(self.data_dir), "--daemonize", "no"),
-        ]
-
-    def start(self) -> None:
-        self.data_dir.mkdir(parents=True, exist_ok=True)
-        args = self._args()
-        if self.kind == "nats":
-            args += ["-sd", str(self.data_dir)]
-        out = open(self.log, "ab")  # noqa: SIM115  (the child keeps it)
-        self.proc = subprocess.Popen(
-            args, stdout=out, stderr=out, start_new_session=True, cwd=self.data_dir
-        )
-        _wait_tcp("127.0.0.1", self.port, timeout=20)
-
-    def kill(self) -> None:
-        if self.proc is not None:
-            _stop_group(self.proc, signal.SIGKILL)
-
-    def stop(self) -> None:
-        if self.proc is not None:
-            _stop_group(self.proc)
-
-    def wipe(self) -> None:
-        """Drop every file the server kept (a Redis that persisted nothing)."""
-        for path in sorted(self.data_dir.rglob("*"), reverse=True):
-            path.unlink() if path.is_file() else path.rmdir()
 
 
 class FaultStack(Stack):
@@ -177,6 +109,8 @@ class Fleet:
             stop_local_proxies(self.base / "local-proxies")
             self.nats.stop()
             self.redis.stop()
+            if not os.environ.get("PROXYFLEET_FAULTS_KEEP"):
+                shutil.rmtree(self.base, ignore_errors=True)
 
     @property
     def state_dir(self) -> Path:
@@ -215,7 +149,7 @@ class Fleet:
 
     def stop_service(self, service: str) -> None:
         proc = self.stack.processes.pop(service)
-        _stop_group(proc)
+        stop_group(proc)
 
     @staticmethod
     def wait(what: str, check: Any, timeout: float) -> float:
@@ -255,7 +189,7 @@ class Fleet:
         s = self.stack
         return {s.admin_token, s.client_token, s.other_client_token, *self.passwords}
 
-    def fill_junk(self, keys: int = 200_000) -> None:
+    def fill_junk(self, keys: int = 1_000_000) -> None:
         """Keys in a database of their own, so a restarted Redis takes a moment to load."""
         with redis.Redis.from_url(self.redis.url.rsplit("/", 1)[0] + "/9") as r:
             if r.dbsize() >= keys:
@@ -264,6 +198,18 @@ class Fleet:
             for start in range(0, keys, 1000):
                 pipe.mset({f"junk:{i}": "x" * 64 for i in range(start, start + 1000)})
             pipe.execute()
+
+    def redis_loading(self, timeout: float = 60) -> float:
+        """Seconds until a just started Redis stops answering LOADING."""
+        t0 = time.monotonic()
+        with redis.Redis.from_url(self.redis.url) as r:
+            while time.monotonic() - t0 < timeout:
+                try:
+                    r.ping()
+                    break
+                except redis.exceptions.BusyLoadingError:
+                    time.sleep(0.05)
+        return time.monotonic() - t0
 
     def outbox_len(self) -> int:
         with redis.Redis.from_url(self.redis.url, socket_timeout=2) as r:

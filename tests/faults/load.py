@@ -47,7 +47,13 @@ class Load:
             r: httpx.Response | None = http.post(path, json=body)
         except httpx.HTTPError:
             r = None
-        self.requests.append(Request(op, t0, time.time() - t0, r.status_code if r else 0))
+        code = ""
+        if r is not None and not r.is_success:
+            try:
+                code = str(r.json().get("error", ""))
+            except ValueError:
+                code = "not-json"
+        self.requests.append(Request(op, t0, time.time() - t0, r.status_code if r else 0, code))
         return r
 
     def _client(self, i: int) -> None:

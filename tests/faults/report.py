@@ -21,8 +21,8 @@ class Row:
     """2xx leases recorded during this fault's run."""
     events: int = 0
     """Events on the stream when it was audited."""
-    statuses: dict[int, int] = field(default_factory=dict)
-    """The non-2xx answers during the fault, by status (0: no answer)."""
+    statuses: dict[str, int] = field(default_factory=dict)
+    """The non-2xx answers during the fault, by status and error code."""
 
     @property
     def passed(self) -> bool:
@@ -45,7 +45,7 @@ def render(rows: list[Row]) -> str:
         "| --- | --- | --- | --- | --- | --- |",
     ]
     for r in rows:
-        by = ", ".join(f"{n}x {s or 'none'}" for s, n in sorted(r.statuses.items()))
+        by = ", ".join(f"{n}x {s}" for s, n in sorted(r.statuses.items()))
         load = f"{r.rps:.0f}/s, {r.error_rate:.1%}" + (f" ({by})" if by else "")
         lines.append(
             f"| {r.fault} | {load if r.rps else '-'} | {r.leases} leases, {r.events} events | "

@@ -13,6 +13,7 @@ from tests.faults.audit import (
     Finding,
     Request,
     check_client_holds,
+    check_dead_grants,
     check_lease_events,
     check_leases,
     check_lifecycle,
@@ -90,6 +91,8 @@ class Window:
     deleted: set[str] = field(default_factory=set)
     writes: list[Request] = field(default_factory=list)
     redis_reset_at: float | None = None
+    dead: dict[str, tuple[float, float]] = field(default_factory=dict)
+    """Proxies killed while health was down: (from, to) in which none may be granted."""
     apis: list[str] = field(default_factory=list)
     clients: int = 4
     load: bool = True
@@ -143,6 +146,7 @@ def run_one(fleet: Fleet, name: str, inject: Inject, plan: Plan, seen: set[Findi
     registry = {} if reset else {i: p["gen"] for i, p in fleet.registry().items()}
     verdict.findings += w.findings
     verdict.findings += check_client_holds(load.leases)
+    verdict.findings += check_dead_grants(load.leases, w.dead)
     verdict.findings += check_stream_holds(recent)
     verdict.findings += check_stream_once(events)
     lost_events, verdict.events_lost_with_redis = check_lease_events(load.leases, events, reset)
@@ -254,6 +258,7 @@ def redis_restart(persist: bool) -> Inject:
             fleet.redis.persist = False  # the dev stack's old settings: nothing kept
         t0 = time.monotonic()
         fleet.redis.start()
+        w.recovered.append(f"Redis loaded its data in {fleet.redis_loading():.1f}s")
         took = fleet.wait("the API ready after Redis", lambda: fleet.is_ready("api"), 60)
         w.recovered.append(f"API ready {took:.1f}s after Redis restart")
         if persist:

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from tests.faults.audit import (
+    Finding,
     Lease,
     Request,
     StreamEvent,
     check_client_holds,
+    check_dead_grants,
     check_lease_events,
     check_leases,
     check_lifecycle,
@@ -134,6 +136,12 @@ def test_resources() -> None:
     assert sorted(f.check for f in found) == ["duplicate_resource", "proxy_destroyed"]
 
 
+def test_no_grant_of_a_dead_proxy() -> None:
+    leases = [lease("a", "p1", 1, 1, 2), lease("b", "p1", 2, 6, 7), lease("c", "p2", 1, 6, 7)]
+    assert check_dead_grants(leases, {"p1": (5, 9)}) == [Finding("dead_proxy_granted", "b on p1")]
+    assert check_dead_grants(leases, {"p1": (10, 20)}) == []
+
+
 def test_writes_answered_in_time_and_no_500() -> None:
     fast = [Request("create", 0, 0.05, 202), Request("delete", 1, 0.02, 202)]
     assert check_write_latency(fast, limit=1.0) == []
@@ -144,16 +152,19 @@ def test_writes_answered_in_time_and_no_500() -> None:
 
 
 def test_load_figures_and_table() -> None:
-    reqs = [Request("grant", t / 10, 0.01, 201 if t % 4 else 503) for t in range(20)]
+    reqs = [
+        Request("grant", t / 10, 0.01, 201 if t % 4 else 503, "" if t % 4 else "no_proxy")
+        for t in range(20)
+    ]
     rps, errors, statuses = load_figures(reqs, 0, 2)
     assert rps == 10
     assert errors == 0.25
-    assert statuses == {503: 5}
+    assert statuses == {"503 no_proxy": 5}
     assert load_figures([], 0, 1) == (0.0, 0.0, {})
     row = Row("kill -9 api", rps, errors, ["api ready in 1.2s"], leases=7, statuses=statuses)
     table = render([row])
     assert (
-        "| kill -9 api | 10/s, 25.0% (5x 503) | 7 leases, 0 events | api ready in 1.2s "
+        "| kill -9 api | 10/s, 25.0% (5x 503 no_proxy) | 7 leases, 0 events | api ready in 1.2s "
         "| nothing | pass |"
     ) in table
     row.verdict.findings.extend(check_stream_once([ev("1", "x", 0, "p"), ev("1", "x", 0, "p")]))

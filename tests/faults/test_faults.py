@@ -30,8 +30,8 @@ def fleet() -> Iterator[Fleet]:
         f.start()
         yield f
     finally:
-        f.close()
         _tail_logs(f.base)
+        f.close()
 
 
 @pytest.mark.timeout(1800 if FULL_RUN else 420)
