@@ -178,18 +178,23 @@ class Fleet:
 
     def lease_states(self, lease_ids: list[str]) -> dict[str, str | None]:
         out: dict[str, str | None] = {}
+        deadline = time.monotonic() + 30  # a 503 right after an outage: ask again
         for lease_id in lease_ids:
-            r = self.client.get(f"/v1/leases/{lease_id}")
-            out[lease_id] = r.json()["state"] if r.status_code == 200 else None
+            while True:
+                r = self.client.get(f"/v1/leases/{lease_id}")
+                if r.status_code in (200, 404) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
             if r.status_code not in (200, 404):
                 raise AssertionError(f"GET lease {lease_id}: {r.status_code} {r.text}")
+            out[lease_id] = r.json()["state"] if r.status_code == 200 else None
         return out
 
     def secrets(self) -> set[str]:
         s = self.stack
         return {s.admin_token, s.client_token, s.other_client_token, *self.passwords}
 
-    def fill_junk(self, keys: int = 1_000_000) -> None:
+    def fill_junk(self, keys: int = 300_000) -> None:
         """Keys in a database of their own, so a restarted Redis takes a moment to load."""
         with redis.Redis.from_url(self.redis.url.rsplit("/", 1)[0] + "/9") as r:
             if r.dbsize() >= keys:
