@@ -244,13 +244,17 @@ def _try_configs(fleet: Fleet) -> dict[str, int | None]:
         )  # fmt: skip
     deadline = time.monotonic() + 15  # a config error exits before connecting: seconds
     codes: dict[str, int | None] = {}
-    for name, proc in runs.items():
-        try:
-            codes[name] = proc.wait(max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(5)
-            codes[name] = None
+    try:
+        for name, proc in runs.items():
+            try:
+                codes[name] = proc.wait(max(0.1, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                codes[name] = None
+    finally:
+        for proc in runs.values():
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+                proc.wait(5)
     return codes
 
 
