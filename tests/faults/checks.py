@@ -120,7 +120,8 @@ def dead_proxy(fleet: Fleet, w: Window, plan: Plan) -> None:
     _kill_proxy(fleet, idle)
     killed = time.time()
     w.deleted |= {held, idle}  # judged below, by whether they come back
-    time.sleep(2.0)  # four probe intervals without a probe: "recent" is over
+    # Ten probe intervals without a probe: past any "recently probed" a grant may ask for.
+    time.sleep(5.0)
     deadline = time.monotonic() + 3
     while time.monotonic() < deadline:  # the load may hold it: try until it is free
         r = fleet.client.post("/v1/leases", json={"proxy_id": idle, "ttl": 5})
@@ -134,29 +135,26 @@ def dead_proxy(fleet: Fleet, w: Window, plan: Plan) -> None:
             break
         time.sleep(0.1)
     # The load's grants of either dead proxy in this span are findings too (run_one).
-    w.dead = dict.fromkeys((held, idle), (killed + 2.0, time.time()))
+    w.dead = dict.fromkeys((held, idle), (killed + 5.0, time.time()))
     fleet.restart("health")
     fleet.wait("health ready", lambda: fleet.is_ready("health"), 60)
-    try:
-        took = fleet.wait(
-            "the dead proxy's lease revoked",
-            lambda: (
-                fleet.client.get(f"/v1/leases/{lease['lease_id']}").json()["state"] == "revoked"
-            ),
-            15,
-        )
-        w.recovered.append(f"lease on the dead proxy revoked +{took:.1f}s")
-    except AssertionError as exc:
-        w.findings.append(Finding("lease_not_revoked", str(exc)))
-    try:
-        took = fleet.wait(
-            "both dead proxy processes restarted",
-            lambda: all(fleet.resources().get(i, 0) == 1 for i in (held, idle)),
-            30,
-        )
-        w.recovered.append(f"proxy processes restarted +{took:.1f}s")
-    except AssertionError as exc:
-        w.findings.append(Finding("proxy_not_restarted", str(exc)))
+    back = time.monotonic()
+
+    def state() -> str:
+        r = fleet.client.get(f"/v1/leases/{lease['lease_id']}")
+        return str(r.json().get("state", "")) if r.status_code == 200 else ""
+
+    # Either the dead proxy's lease is revoked, or its process came back before anyone
+    # could tell (the provider restarts it): then the lease may rightly stay.
+    fleet.wait_quietly(lambda: state() == "revoked" or fleet.resources().get(held, 0) == 1, 30)
+    if state() == "revoked":
+        w.recovered.append(f"lease on the dead proxy revoked +{time.monotonic() - back:.1f}s")
+    elif fleet.resources().get(held, 0) == 0:
+        w.findings.append(Finding("lease_not_revoked", f"{lease['lease_id']} still {state()}"))
+    if fleet.wait_quietly(lambda: all(fleet.resources().get(i, 0) == 1 for i in (held, idle)), 30):
+        w.recovered.append(f"proxy processes restarted +{time.monotonic() - back:.1f}s")
+    else:
+        w.findings.append(Finding("proxy_not_restarted", "not within 30 s of health back"))
     fleet.client.post(f"/v1/leases/{lease['lease_id']}/release", json={"epoch": lease["epoch"]})
 
 
@@ -268,10 +266,11 @@ def config_and_limits(fleet: Fleet, w: Window, plan: Plan) -> None:
             w.findings.append(Finding("config_accepted", f"{name}: exit {code}"))
     key = {"Idempotency-Key": "faults-create-1"}
     create = {"provider": "local", "count": 1}
-    first = fleet.admin.post("/v1/proxies", json=create, headers=key).json()["items"]
-    again = fleet.admin.post("/v1/proxies", json=create, headers=key).json()["items"]
-    if {p["id"] for p in first} != {p["id"] for p in again}:
-        w.findings.append(Finding("idempotency_ignored", "a retried create made a new proxy"))
+    known = len(fleet.registry())
+    answers = [fleet.admin.post("/v1/proxies", json=create, headers=key) for _ in range(2)]
+    if (made := len(fleet.registry()) - known) != 1:
+        codes = [a.status_code for a in answers]
+        w.findings.append(Finding("idempotency_ignored", f"2 creates, 1 key: {made} new {codes}"))
     r = fleet.client.put("/v1/leases", json={})
     if r.status_code != 405 or "allow" not in r.headers:
         w.findings.append(Finding("no_allow_on_405", f"PUT /v1/leases: {r.status_code}"))

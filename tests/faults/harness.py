@@ -161,6 +161,16 @@ class Fleet:
             time.sleep(0.1)
         return time.monotonic() - t0
 
+    @staticmethod
+    def wait_quietly(check: Any, timeout: float) -> bool:
+        """Whether check() came to hold within timeout."""
+        deadline = time.monotonic() + timeout
+        while not check():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.2)
+        return True
+
     # ---- observations ---------------------------------------------------------------
 
     def registry(self) -> dict[str, dict[str, Any]]:
