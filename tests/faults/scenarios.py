@@ -183,6 +183,8 @@ def grants_refused(requests: list[Request], start: float) -> str:
     """How long grants went unanswered or refused from the first failure after `start`."""
     grants = sorted((r for r in requests if r.op == "grant" and r.started >= start),
                     key=lambda r: r.started)  # fmt: skip
+    if grants and not any(r.status == 201 for r in grants):
+        return "no grant succeeded"
     # A 503 `unavailable` is a full pool (every proxy leased or cooling down), not a fault.
     failed = next((r for r in grants if r.status != 201 and r.code != "unavailable"), None)
     if failed is None:
