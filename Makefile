@@ -4,7 +4,7 @@ UV ?= $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 export UV_LINK_MODE ?= copy
 
 .PHONY: run test lint fmt setup uv-installed build-packages proxy-packages kvm-packages \
-	system-packages bench bench-packages clean test-integration-kvm test-fast asyncapi
+	system-packages bench bench-packages clean test-integration-kvm test-fast asyncapi test-faults
 
 # Debian packages, each installed once: apt runs only for those dpkg does not list as installed.
 BUILD_PACKAGES := libvirt-dev pkg-config
@@ -94,3 +94,7 @@ asyncapi: setup ## Regenerate docs/asyncapi.yaml (every subject and body) from t
 
 clean:
 	rm -rf .dev .pytest_cache .mypy_cache .ruff_cache
+
+test-faults: proxy-packages setup ## The fault suite: kills, NATS and Redis outages under load; prints the table
+	PROXYFLEET_FAULTS=full PROXYFLEET_FAULTS_REPORT=.dev/faults-report.md \
+		$(UV) run --frozen pytest -s -p no:randomly --timeout 1800 tests/faults

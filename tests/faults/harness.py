@@ -1,0 +1,300 @@
+"""The system the fault suite breaks: its own NATS and Redis (tests/faults/servers.py), the
+dev stack's services and real local proxies; and what the audit reads back: leases, the
+event stream, the registry, the provider's resources, the logs."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import secrets
+import shutil
+import signal
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+import nats
+import redis
+from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
+from tests.faults.audit import StreamEvent
+from tests.faults.servers import Restartable, stop_group
+
+from proxyfleet.common.subjects import EVENT_STREAM
+from proxyfleet.devstack.servers import free_port
+from proxyfleet.devstack.stack import Stack, StackOptions, stop_local_proxies
+
+NAMESPACE = "pf"
+
+
+def auth(token: str) -> dict[str, str]:
+    """The one place the suite turns a token into a header (the token format may change)."""
+    return {"Authorization": f"Bearer {token}"}
+
+
+class FaultStack(Stack):
+    """The dev stack with a second client token: the suite checks one client cannot touch
+    another's lease."""
+
+    other_client_token: str = ""
+
+    def service_env(self) -> dict[str, str]:
+        env = super().service_env()
+        if not self.other_client_token:
+            self.other_client_token = "faults-b:" + secrets.token_urlsafe(18)
+        env["PROXYFLEET_API_CLIENT_TOKENS"] += "," + self.other_client_token
+        return env
+
+
+class Fleet:
+    """The whole system for the fault suite; `close()` stops everything it started."""
+
+    def __init__(self, proxies: int) -> None:
+        # Squid drops to user `proxy` as root: the folders on the way must be traversable.
+        self.base = Path(tempfile.mkdtemp(prefix="proxyfleet-faults-"))
+        self.base.chmod(0o711)
+        (self.base / "logs").mkdir()
+        self.nats = Restartable("nats", self.base / "nats", self.base / "logs" / "nats.log")
+        self.redis = Restartable("redis", self.base / "redis", self.base / "logs" / "redis.log")
+        self.proxy_count = proxies
+        self.passwords: set[str] = set()
+        """Proxy passwords the loads were granted: no log may hold one."""
+        self.stack = FaultStack(
+            StackOptions(
+                base_dir=self.base,
+                api_port=0,
+                health_interval=0.5,
+                gc_interval=1.0,
+                gc_min_age=3.0,
+                cooldown=0.2,
+                boot_timeout=20.0,
+                echo=None,
+                installation_id="faults",
+                extra_args={
+                    "provisioner": [
+                        *("--ack-wait", "3", "--stale-after", "3"),
+                        *("--reconcile-interval", "1"),
+                    ],
+                    "api": ["--sweep-interval", "0.5"],
+                },
+            )
+        )
+
+    # ---- lifecycle ------------------------------------------------------------------
+
+    def start(self) -> None:
+        self.nats.start()
+        self.redis.start()
+        self.stack.opts.nats_url, self.stack.opts.redis_url = self.nats.url, self.redis.url
+        self.stack.start()
+        self.admin = httpx.Client(
+            base_url=self.stack.api_url, headers=auth(self.stack.admin_token), timeout=30
+        )
+        self.client = httpx.Client(
+            base_url=self.stack.api_url, headers=auth(self.stack.client_token), timeout=10
+        )
+        r = self.admin.post("/v1/proxies", json={"provider": "local", "count": self.proxy_count})
+        assert r.status_code == 202, r.text
+        self.wait(
+            f"{self.proxy_count} ready proxies", lambda: self.ready_count() >= self.proxy_count, 60
+        )
+
+    def close(self) -> None:
+        try:
+            self.stack.stop()
+        finally:
+            # Redis is not the stack's own, so it leaves the proxies: stop them here.
+            stop_local_proxies(self.base / "local-proxies")
+            self.nats.stop()
+            self.redis.stop()
+            if not os.environ.get("PROXYFLEET_FAULTS_KEEP"):
+                shutil.rmtree(self.base, ignore_errors=True)
+
+    @property
+    def state_dir(self) -> Path:
+        return self.base / "local-proxies" / self.stack.opts.installation_id
+
+    def ready_url(self, service: str) -> str:
+        if service.startswith("api"):
+            port = self.stack.commands[service][self.stack.commands[service].index("--port") + 1]
+        else:
+            args = self.stack.commands[service]
+            port = args[args.index("--metrics-port") + 1]
+        return f"http://127.0.0.1:{port}/readyz"
+
+    def is_ready(self, service: str) -> bool:
+        try:
+            return httpx.get(self.ready_url(service), timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def kill9(self, service: str) -> None:
+        proc = self.stack.processes[service]
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(10)
+
+    def restart(self, service: str) -> None:
+        self.stack.start_service(service, self.stack.commands[service])
+
+    def start_second_api(self) -> str:
+        args = list(self.stack.commands["api"])
+        port = str(free_port())
+        args[args.index("--port") + 1] = port
+        self.stack.commands["api2"] = args
+        self.stack.start_service("api2", args)
+        self.wait("the second API ready", lambda: self.is_ready("api2"), 30)
+        return f"http://127.0.0.1:{port}"
+
+    def stop_service(self, service: str) -> None:
+        proc = self.stack.processes.pop(service)
+        stop_group(proc)
+
+    @staticmethod
+    def wait(what: str, check: Any, timeout: float) -> float:
+        """Seconds until check() holds; AssertionError past the timeout."""
+        t0 = time.monotonic()
+        while not check():
+            if time.monotonic() - t0 > timeout:
+                raise AssertionError(f"timed out after {timeout:.0f}s waiting for {what}")
+            time.sleep(0.1)
+        return time.monotonic() - t0
+
+    @staticmethod
+    def wait_quietly(check: Any, timeout: float) -> bool:
+        """Whether check() came to hold within timeout."""
+        deadline = time.monotonic() + timeout
+        while not check():
+            if time.monotonic() > deadline:
+                return False
+            time.sleep(0.2)
+        return True
+
+    # ---- observations ---------------------------------------------------------------
+
+    def registry(self) -> dict[str, dict[str, Any]]:
+        """Every proxy the API knows, by id ({} when it cannot answer)."""
+        try:
+            r = self.admin.get("/v1/proxies", params={"limit": "500"})
+        except httpx.HTTPError:
+            return {}
+        if r.status_code != 200:
+            return {}
+        return {p["id"]: p for p in r.json()["items"]}
+
+    def ready_count(self) -> int:
+        return sum(1 for p in self.registry().values() if p["phase"] == "ready")
+
+    def lease_states(self, lease_ids: list[str]) -> dict[str, str | None]:
+        out: dict[str, str | None] = {}
+        deadline = time.monotonic() + 30  # a 503 right after an outage: ask again
+        for lease_id in lease_ids:
+            while True:
+                r = self.client.get(f"/v1/leases/{lease_id}")
+                if r.status_code in (200, 404) or time.monotonic() > deadline:
+                    break
+                time.sleep(0.2)
+            if r.status_code not in (200, 404):
+                raise AssertionError(f"GET lease {lease_id}: {r.status_code} {r.text}")
+            out[lease_id] = r.json()["state"] if r.status_code == 200 else None
+        return out
+
+    def secrets(self) -> set[str]:
+        s = self.stack
+        return {s.admin_token, s.client_token, s.other_client_token, *self.passwords}
+
+    def fill_junk(self, keys: int = 300_000) -> None:
+        """Keys in a database of their own, so a restarted Redis takes a moment to load."""
+        with redis.Redis.from_url(self.redis.url.rsplit("/", 1)[0] + "/9") as r:
+            if r.dbsize() >= keys:
+                return
+            pipe = r.pipeline(transaction=False)
+            for start in range(0, keys, 1000):
+                pipe.mset({f"junk:{i}": "x" * 64 for i in range(start, start + 1000)})
+            pipe.execute()
+
+    def redis_loading(self, timeout: float = 60) -> float:
+        """Seconds until a just started Redis stops answering LOADING."""
+        t0 = time.monotonic()
+        with redis.Redis.from_url(self.redis.url) as r:
+            while time.monotonic() - t0 < timeout:
+                try:
+                    r.ping()
+                    break
+                except redis.exceptions.BusyLoadingError:
+                    time.sleep(0.05)
+        return time.monotonic() - t0
+
+    def outbox_len(self) -> int:
+        with redis.Redis.from_url(self.redis.url, socket_timeout=2) as r:
+            return int(r.xlen(f"{NAMESPACE}:outbox"))
+
+    def resources(self) -> dict[str, int]:
+        """Live proxy processes per proxy id the local provider has a folder for."""
+        ids = [p.name for p in self.state_dir.iterdir()] if self.state_dir.exists() else []
+        counts = dict.fromkeys(ids, 0)
+        mentions: dict[int, tuple[int, str]] = {}
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                cmdline = (entry / "cmdline").read_bytes().decode(errors="replace")
+                stat = (entry / "stat").read_text()
+            except OSError:
+                continue
+            for pid_ in ids:
+                if pid_ in cmdline:
+                    mentions[int(entry.name)] = (int(stat.rsplit(")", 1)[1].split()[1]), pid_)
+        # Top-level processes only: Squid's workers and helpers have a parent mentioning it.
+        for parent, proxy_id in mentions.values():
+            if parent not in mentions:
+                counts[proxy_id] += 1
+        return counts
+
+    def events(self) -> list[StreamEvent]:
+        return asyncio.run(_read_events(self.nats.url))
+
+    def logs_with(self, secrets: set[str]) -> list[str]:
+        """Log files (of every service, NATS and Redis) holding one of `secrets`."""
+        found = []
+        for log in sorted((self.base / "logs").glob("*.log")):
+            text = log.read_text(errors="replace")
+            found += [f"{log.name}: {s[:4]}..." for s in secrets if s and s in text]
+        return found
+
+
+async def _read_events(url: str) -> list[StreamEvent]:
+    """Every message of the events stream, through an ephemeral consumer from the start."""
+    nc = await nats.connect(url, connect_timeout=5, max_reconnect_attempts=0)
+    try:
+        js = nc.jetstream()
+        total = (await js.stream_info(EVENT_STREAM)).state.messages
+        config = ConsumerConfig(
+            deliver_policy=DeliverPolicy.ALL, ack_policy=AckPolicy.NONE, inactive_threshold=30
+        )
+        sub = await js.pull_subscribe("proxyfleet.events.>", stream=EVENT_STREAM, config=config)
+        out: list[StreamEvent] = []
+        while len(out) < total:
+            try:
+                msgs = await sub.fetch(1000, timeout=3)
+            except TimeoutError:
+                break
+            out += [_event(json.loads(m.data)) for m in msgs]
+        await sub.unsubscribe()
+        return out
+    finally:
+        await nc.close()
+
+
+def _event(body: dict[str, Any]) -> StreamEvent:
+    data = body.get("data") or {}
+    return StreamEvent(
+        id=body["id"],
+        type=body["type"],
+        time=float(body["time"]),
+        proxy_id=body.get("proxy_id", ""),
+        lease_id=body.get("lease_id", ""),
+        epoch=data.get("epoch"),
+        gen=data.get("gen"),
+    )
