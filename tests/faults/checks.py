@@ -234,7 +234,7 @@ def _try_configs(fleet: Fleet) -> dict[str, int | None]:
         path.write_text(body)
         env = {**fleet.stack.service_env(), "PROXYFLEET_PROVIDERS_CONFIG": str(path)}
         if name == "1-character token":
-            env["PROXYFLEET_API_CLIENT_TOKENS"] = "x"
+            env["PROXYFLEET_API_CLIENT_TOKENS"] = "faults-x:x"
         args = _with_port(fleet.stack.commands["api"], "--port")
         runs[name] = subprocess.Popen(
             args, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,

@@ -30,7 +30,7 @@ NAMESPACE = "pf"
 
 
 def auth(token: str) -> dict[str, str]:
-    """The one place the suite turns a token into a header (the token format may change)."""
+    """The one place the suite turns a token (its secret) into a header."""
     return {"Authorization": f"Bearer {token}"}
 
 
@@ -39,12 +39,13 @@ class FaultStack(Stack):
     another's lease."""
 
     other_client_token: str = ""
+    """The second client's secret (what it sends); configured as `faults-b:<secret>`."""
 
     def service_env(self) -> dict[str, str]:
         env = super().service_env()
         if not self.other_client_token:
-            self.other_client_token = "faults-b:" + secrets.token_urlsafe(18)
-        env["PROXYFLEET_API_CLIENT_TOKENS"] += "," + self.other_client_token
+            self.other_client_token = secrets.token_urlsafe(18)
+        env["PROXYFLEET_API_CLIENT_TOKENS"] += ",faults-b:" + self.other_client_token
         return env
 
 

@@ -174,7 +174,16 @@ class Stack:
         self.api_url = f"http://127.0.0.1:{port}"
         o = self.opts
         commands = {
-            "api": [_bin("proxyfleet-api"), "--port", str(port), "--cooldown", str(o.cooldown)],
+            "api": [
+                _bin("proxyfleet-api"),
+                "--port",
+                str(port),
+                "--cooldown",
+                str(o.cooldown),
+                # grants skip a proxy after four missed probes (at least 5 s: busy machines probe late)
+                "--max-probe-age",
+                str(max(4 * o.health_interval, 5.0)),
+            ],
             "provisioner": [
                 _bin("proxyfleet-provisioner-local"),
                 "--provider",
