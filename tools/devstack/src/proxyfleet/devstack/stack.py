@@ -180,7 +180,7 @@ class Stack:
                 str(port),
                 "--cooldown",
                 str(o.cooldown),
-                # grants skip a proxy after four missed probes (at least 5 s: busy machines probe late)
+                # grants skip a proxy after four missed probes (5 s at least: busy hosts probe late)
                 "--max-probe-age",
                 str(max(4 * o.health_interval, 5.0)),
             ],
