@@ -9,8 +9,9 @@ from typing import Any, Protocol
 from .errors import GceError, already_exists, invalid, not_found
 from .faults import Fault
 from .filters import parse_filter
-from .others import image_for, new_disk
+from .images_disks import image_for, new_disk
 from .resources import (
+    Json,
     check_labels,
     check_metadata,
     check_name,
@@ -23,7 +24,7 @@ from .resources import (
     relative,
     scoped_list_warning,
 )
-from .state import ComputeState, Instance, Json
+from .state import ComputeState, Instance
 
 log = logging.getLogger(__name__)
 

@@ -90,6 +90,10 @@ class _Handler(BaseHTTPRequestHandler):
             headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else {}
             self._answer(exc.code, exc.body(), headers)
             return
+        except Exception:  # a bug in the fake: say so as a 500, never as a dropped socket
+            log.exception("fake GCE: %s %s failed", verb, url.path)
+            self._answer(500, GceError(500, "backendError", "Internal error in the fake.").body())
+            return
         if fault is not None and fault.kind == "dropped":
             self.close_connection = True
             with contextlib.suppress(OSError):
