@@ -148,3 +148,49 @@ def test_operation_errors_on_delete_leave_the_instance(fake_gce: FakeGce) -> Non
     op = wait_done(c, fake_gce, op)
     assert op.error.errors[0].code == "CONCURRENT_OPERATIONS_QUOTA_EXCEEDED"
     assert [i["name"] for i in fake_gce.instances()] == ["pf-d"]
+
+
+def test_a_synchronous_quota_error_names_the_quota(fake_gce: FakeGce) -> None:
+    c = clients(fake_gce)
+    fake_gce.inject("instances.insert", "quotaExceeded", quota="INSTANCES", limit=10)
+    with pytest.raises(gexc.Forbidden) as caught:
+        insert(c, fake_gce, instance("pf-qs"))
+    assert caught.value.errors[0]["reason"] == "quotaExceeded"
+    assert "Quota 'INSTANCES' exceeded.  Limit: 10.0 in region us-central1." in str(caught.value)
+
+
+def test_a_delayed_answer_trips_a_shorter_client_timeout(fake_gce: FakeGce) -> None:
+    c = clients(fake_gce)
+    fake_gce.inject("instances.list", "delay", seconds=1.0)
+    with pytest.raises(requests.exceptions.ReadTimeout):
+        c.instances.list(project=fake_gce.project, zone=ZONE, timeout=0.3, retry=None)
+    assert list(c.instances.list(project=fake_gce.project, zone=ZONE)) == []
+
+
+def test_request_ids_dedupe_deletes_and_firewall_calls_too(fake_gce: FakeGce) -> None:
+    c = clients(fake_gce)
+    p = fake_gce.project
+    wait_done(c, fake_gce, insert(c, fake_gce, instance("pf-dd")))
+    delete = compute_v1.DeleteInstanceRequest(
+        project=p, zone=ZONE, instance="pf-dd", request_id=str(uuid.uuid4())
+    )
+    fake_gce.inject("instances.delete", "dropped")
+    with pytest.raises(requests.exceptions.ConnectionError):
+        c.instances.delete_unary(request=delete)
+    first = [o for o in fake_gce.operations() if o["operationType"] == "delete"]
+    assert len(first) == 1
+    wait_done(c, fake_gce, c.instances.delete_unary(request=delete))
+    # Once the instance is gone the same requestId still answers its operation, not 404.
+    again = c.instances.delete_unary(request=delete)
+    assert again.name == first[0]["name"]
+    assert again.status == Status.DONE
+
+    rule = compute_v1.Firewall(
+        name="pf-fw", allowed=[compute_v1.Allowed(I_p_protocol="tcp", ports=["3128"])]
+    )
+    request = compute_v1.InsertFirewallRequest(
+        project=p, firewall_resource=rule, request_id=str(uuid.uuid4())
+    )
+    ops = {c.firewalls.insert_unary(request=request).name for _ in range(3)}
+    assert len(ops) == 1
+    assert fake_gce.calls["firewalls.insert"] == 3

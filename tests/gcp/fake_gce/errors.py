@@ -118,6 +118,16 @@ def resource_exhausted(method: str) -> GceError:
     )
 
 
+def quota_exceeded(quota: str, limit: float, region: str) -> GceError:
+    """The synchronous form of a quota error (some quotas are checked before any operation)."""
+    return GceError(
+        403,
+        "quotaExceeded",
+        f"Quota '{quota}' exceeded.  Limit: {limit} in region {region}.",
+        domain="usageLimits",
+    )
+
+
 def unavailable() -> GceError:
     return GceError(503, "backendError", "The service is currently unavailable.")
 

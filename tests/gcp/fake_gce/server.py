@@ -11,6 +11,7 @@ import json
 import logging
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -97,6 +98,8 @@ class _Handler(BaseHTTPRequestHandler):
             log.exception("fake GCE: %s %s failed", verb, url.path)
             self._answer(500, GceError(500, "backendError", "Internal error in the fake.").body())
             return
+        if fault is not None and fault.kind == "delay":
+            time.sleep(float(fault.params.get("seconds", 5.0)))
         if fault is not None and fault.kind == "dropped":
             self.close_connection = True
             with contextlib.suppress(OSError):

@@ -23,6 +23,7 @@ from .errors import (
     forbidden,
     invalid,
     not_found,
+    quota_exceeded,
     rate_limit_exceeded,
     resource_exhausted,
     unavailable,
@@ -124,6 +125,12 @@ class ComputeState:
                 raise resource_exhausted(method)
             case "UNAVAILABLE":
                 raise unavailable()
+            case "quotaExceeded":
+                raise quota_exceeded(
+                    str(fault.params.get("quota", "CPUS")),
+                    float(fault.params.get("limit", 24.0)),
+                    str(fault.params.get("region") or region_of(zone or self.regions[0])),
+                )
             case "forbidden":
                 raise forbidden(
                     str(fault.params.get("permission", f"compute.{method}")),
