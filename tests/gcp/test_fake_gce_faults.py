@@ -19,16 +19,20 @@ Status = compute_v1.Operation.Status
 def test_rate_limit_is_a_403_with_reason_rate_limit_exceeded(fake_gce: FakeGce) -> None:
     c = clients(fake_gce)
     fake_gce.inject("instances.insert", "rateLimitExceeded")
+    fake_gce.inject("instances.insert", "rateLimitExceeded", retry_after=7)
     with pytest.raises(gexc.Forbidden) as caught:
         insert(c, fake_gce, instance("pf-r"))
     assert caught.value.code == 403
     assert caught.value.errors[0]["reason"] == "rateLimitExceeded"
     assert caught.value.errors[0]["domain"] == "usageLimits"
     assert caught.value.reason == "RATE_LIMIT_EXCEEDED"  # from the ErrorInfo detail
-    assert caught.value.response.headers["Retry-After"] == "1"
+    assert "Retry-After" not in caught.value.response.headers  # Compute sends none
+    with pytest.raises(gexc.Forbidden) as caught:
+        insert(c, fake_gce, instance("pf-r"))
+    assert caught.value.response.headers["Retry-After"] == "7"
     assert fake_gce.instances() == []  # the call did not land
-    insert(c, fake_gce, instance("pf-r"))  # the fault was for one call
-    assert fake_gce.calls["instances.insert"] == 2
+    insert(c, fake_gce, instance("pf-r"))  # each fault was for one call
+    assert fake_gce.calls["instances.insert"] == 3
 
 
 def test_429_is_resource_exhausted(fake_gce: FakeGce) -> None:
@@ -194,3 +198,10 @@ def test_request_ids_dedupe_deletes_and_firewall_calls_too(fake_gce: FakeGce) ->
     ops = {c.firewalls.insert_unary(request=request).name for _ in range(3)}
     assert len(ops) == 1
     assert fake_gce.calls["firewalls.insert"] == 3
+
+
+def test_a_method_the_fake_lacks_is_a_loud_501_not_a_404(fake_gce: FakeGce) -> None:
+    c = clients(fake_gce)
+    with pytest.raises(gexc.MethodNotImplemented, match="does not implement POST"):
+        c.instances.stop_unary(project=fake_gce.project, zone=ZONE, instance="pf-x")
+    assert fake_gce.calls["unimplemented"] == 1

@@ -78,7 +78,12 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         found = match(self.server.routes, verb, url.path)
         if found is None:
-            self._answer(404, GceError(404, "notFound", f"No route for {verb} {url.path}").body())
+            # Loud, not a 404: an adapter would take a 404 on delete for "already gone".
+            message = f"The fake GCE does not implement {verb} {url.path}"
+            log.error("fake GCE: %s", message)
+            with self.server.state.lock:
+                self.server.state.calls["unimplemented"] += 1
+            self._answer(501, GceError(501, "notImplemented", message).body())
             return
         route, params = found
         state = self.server.state

@@ -120,9 +120,9 @@ class ComputeState:
             return None
         match fault.kind:
             case "rateLimitExceeded":
-                raise rate_limit_exceeded(method)
+                raise rate_limit_exceeded(method, fault.params.get("retry_after"))
             case "RESOURCE_EXHAUSTED":
-                raise resource_exhausted(method)
+                raise resource_exhausted(method, fault.params.get("retry_after"))
             case "UNAVAILABLE":
                 raise unavailable()
             case "quotaExceeded":
