@@ -31,7 +31,7 @@ Status = compute_v1.Operation.Status
 
 
 def test_insert_boots_a_squid_that_proxies_with_the_user_data_credentials(
-    fake_gce: FakeGce, gce_target: Target
+    fake_gce: FakeGce, target: Target
 ) -> None:
     if not fake_gce.squid_available:
         pytest.skip("squid is not installed")
@@ -39,7 +39,7 @@ def test_insert_boots_a_squid_that_proxies_with_the_user_data_credentials(
     fake_gce.settings.running_s = 0.3
     c = clients(fake_gce)
     body = instance(
-        "pf-p1", labels={"proxyfleet-proxy": "p1"}, user_data_text=user_data([gce_target.port])
+        "pf-p1", labels={"proxyfleet-proxy": "p1"}, user_data_text=user_data([target.port])
     )
 
     op = insert(c, fake_gce, body)
@@ -66,13 +66,13 @@ def test_insert_boots_a_squid_that_proxies_with_the_user_data_credentials(
     assert listed["natIP"] == nat_ip
     assert listed["boot_error"] is None
 
-    assert connect_status(nat_ip, PORT, gce_target.port, (USER, PASSWORD)) == 200
-    assert connect_status(nat_ip, PORT, gce_target.port, None) == 407
-    assert connect_status(nat_ip, PORT, gce_target.port, (USER, "wrong")) == 407
+    assert connect_status(nat_ip, PORT, target.port, (USER, PASSWORD)) == 200
+    assert connect_status(nat_ip, PORT, target.port, None) == 407
+    assert connect_status(nat_ip, PORT, target.port, (USER, "wrong")) == 407
     proxy = f"http://{USER}:{PASSWORD}@{nat_ip}:{PORT}"
-    tls = ssl.create_default_context(cafile=gce_target.ca_file)
+    tls = ssl.create_default_context(cafile=target.ca_file)
     with httpx.Client(proxy=proxy, verify=tls, timeout=10) as http:
-        assert http.get(gce_target.url).status_code == 200
+        assert http.get(target.url).status_code == 200
 
     [disk] = fake_gce.disks()
     assert disk["name"] == "pf-p1"
@@ -111,7 +111,7 @@ def test_a_repeated_request_id_returns_the_same_operation_and_makes_nothing_new(
         insert(c, fake_gce, instance("pf-dup"))
 
 
-def test_every_squid_is_stopped_when_the_fake_closes(gce_target: Target) -> None:
+def test_every_squid_is_stopped_when_the_fake_closes(target: Target) -> None:
     fake = FakeGce().start()
     try:
         if not fake.squid_available:
@@ -121,7 +121,7 @@ def test_every_squid_is_stopped_when_the_fake_closes(gce_target: Target) -> None
             wait_done(
                 c,
                 fake,
-                insert(c, fake, instance(name, user_data_text=user_data([gce_target.port], name))),
+                insert(c, fake, instance(name, user_data_text=user_data([target.port], name))),
             )
         pids = set(fake.squids().values())
         addresses = {i["natIP"] for i in fake.instances()}
