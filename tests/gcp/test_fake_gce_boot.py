@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import os
 import ssl
+import time
 import uuid
 
 import httpx
@@ -47,11 +48,12 @@ def test_insert_boots_a_squid_that_proxies_with_the_user_data_credentials(
     assert op.operation_type == "insert"
     assert op.target_link.endswith(f"/projects/{fake_gce.project}/zones/{ZONE}/instances/pf-p1")
     seen = {op.status}
-    for _ in range(200):
+    for _ in range(500):  # 10 s at most
         op = c.zone_ops.get(project=fake_gce.project, zone=ZONE, operation=op.name)
         seen.add(op.status)
         if op.status == Status.DONE:
             break
+        time.sleep(0.02)
     assert seen == {Status.PENDING, Status.RUNNING, Status.DONE}
     assert not op.error.errors
 
