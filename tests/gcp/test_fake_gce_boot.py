@@ -134,3 +134,33 @@ def test_every_squid_is_stopped_when_the_fake_closes(target: Target) -> None:
     for pid in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(pid, 0)
+
+
+def test_with_a_guest_boot_time_the_vm_runs_before_its_squid_listens(
+    fake_gce: FakeGce, target: Target
+) -> None:
+    if not fake_gce.squid_available:
+        pytest.skip("squid is not installed")
+    fake_gce.settings.guest_boot_s = 1.0
+    c = clients(fake_gce)
+    body = instance("pf-late", user_data_text=user_data([target.port], "pf-late"))
+    started = time.monotonic()
+    wait_done(c, fake_gce, insert(c, fake_gce, body))
+    got = c.instances.get(project=fake_gce.project, zone=ZONE, instance="pf-late")
+    assert got.status == "RUNNING"
+    nat_ip = got.network_interfaces[0].access_configs[0].nat_i_p
+    assert time.monotonic() - started < 1.0
+    with pytest.raises(ConnectionRefusedError):
+        connect_status(nat_ip, PORT, target.port, (USER, PASSWORD))
+    for _ in range(100):  # 10 s at most
+        if fake_gce.squids():
+            break
+        time.sleep(0.1)
+    for _ in range(50):
+        try:
+            assert connect_status(nat_ip, PORT, target.port, (USER, PASSWORD)) == 200
+            break
+        except ConnectionRefusedError:
+            time.sleep(0.1)
+    else:
+        raise AssertionError("squid never listened")

@@ -28,7 +28,7 @@ UNREACHABLE_IP = "127.255.255.254"
 
 
 class Booter(Protocol):
-    def boot(self, key: str, user_data: str) -> Any: ...
+    def boot(self, key: str, user_data: str, delay: float) -> Any: ...
     def stop(self, key: str) -> None: ...
 
 
@@ -152,6 +152,8 @@ class Instances:
                 raise KeyError(f"no instance named {name!r}")
             key = keys[0]
             record = s.instances[key]
+            if record.body["status"] != "RUNNING":
+                raise ValueError(f"instance {name!r} is {record.body['status']}, not RUNNING")
             scheduling = record.body.get("scheduling", {})
             if scheduling.get("provisioningModel") != "SPOT" and not scheduling.get("preemptible"):
                 raise ValueError(f"instance {name!r} is not a spot (or preemptible) VM")
@@ -185,7 +187,10 @@ class Instances:
             error = "no user-data in the metadata"
         else:
             try:
-                address = self.booter.boot(f"{key[0]}-{key[1]}", user_data).address
+                booted = self.booter.boot(
+                    f"{key[0]}-{key[1]}", user_data, self.s.settings.guest_boot_s
+                )
+                address = booted.address
             except Exception as exc:  # the VM runs; only its proxy is missing
                 error = str(exc)
                 log.warning("fake GCE: %s did not boot a proxy: %s", key[1], error)
