@@ -6,9 +6,10 @@ from __future__ import annotations
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.gcp.fake_gce import FakeGce, Settings
@@ -23,6 +24,24 @@ def fake_gce(target: Target) -> Iterator[FakeGce]:
         yield fake
     finally:
         fake.close()
+
+
+@pytest.fixture
+def fake_gce_factory(target: Target) -> Iterator[Callable[..., FakeGce]]:
+    """Started fakes with other projects, zones or settings (`FakeGce(**kwargs)`); all are
+    closed at teardown."""
+    made: list[FakeGce] = []
+
+    def make(**kwargs: Any) -> FakeGce:
+        fake = FakeGce(**kwargs).start()
+        made.append(fake)
+        return fake
+
+    try:
+        yield make
+    finally:
+        for fake in made:
+            fake.close()
 
 
 @dataclass(frozen=True)

@@ -89,9 +89,7 @@ def test_insert_boots_a_squid_that_proxies_with_the_user_data_credentials(
     assert wait_done(c, fake_gce, delete).error.errors == []
     with pytest.raises(gexc.NotFound):
         c.instances.get(project=fake_gce.project, zone=ZONE, instance="pf-p1")
-    assert fake_gce.instances() == []
-    assert fake_gce.disks() == []
-    assert fake_gce.squids() == {}
+    assert fake_gce.leftovers() == {}
     with pytest.raises(ProcessLookupError):
         os.kill(pid, 0)
     assert fake_gce.calls["instances.insert"] == 1
@@ -114,17 +112,15 @@ def test_a_repeated_request_id_returns_the_same_operation_and_makes_nothing_new(
 
 
 def test_every_squid_is_stopped_when_the_fake_closes(target: Target) -> None:
-    fake = FakeGce().start()
+    fake = FakeGce(project="pf-other", zones=["europe-west4-a"]).start()
     try:
         if not fake.squid_available:
             pytest.skip("squid is not installed")
         c = clients(fake)
+        zone = "europe-west4-a"
         for name in ("pf-a", "pf-b"):
-            wait_done(
-                c,
-                fake,
-                insert(c, fake, instance(name, user_data_text=user_data([target.port], name))),
-            )
+            body = instance(name, zone=zone, user_data_text=user_data([target.port], name))
+            wait_done(c, fake, insert(c, fake, body, zone=zone), zone)
         pids = set(fake.squids().values())
         addresses = {i["natIP"] for i in fake.instances()}
         assert len(pids) == 2

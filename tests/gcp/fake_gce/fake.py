@@ -110,6 +110,18 @@ class FakeGce:
         """`zone-name` → pid of each Squid still running."""
         return self.booter.running()
 
+    def leftovers(self) -> dict[str, list[str]]:
+        """What is still there, by kind (instances, disks, addresses, firewalls, squids),
+        kinds with nothing omitted: `{}` after a clean run."""
+        found = {
+            "instances": [f"{i['zone']}/{i['name']}" for i in self.instances()],
+            "disks": [d["name"] for d in self.disks()],
+            "addresses": [a["name"] for a in self.addresses()],
+            "firewalls": [f["name"] for f in self.firewalls()],
+            "squids": sorted(self.squids()),
+        }
+        return {kind: names for kind, names in found.items() if names}
+
     # ---- what a test does -------------------------------------------------------------
 
     def inject(
