@@ -160,3 +160,25 @@ def test_with_a_guest_boot_time_the_vm_runs_before_its_squid_listens(
             time.sleep(0.1)
     else:
         raise AssertionError("squid never listened")
+
+
+def test_a_vm_deleted_while_booting_leaves_no_squid_and_its_name_can_be_reused(
+    fake_gce: FakeGce, target: Target
+) -> None:
+    if not fake_gce.squid_available:
+        pytest.skip("squid is not installed")
+    c = clients(fake_gce)
+    p = fake_gce.project
+    ud = user_data([target.port], "pf-re")
+    insert(c, fake_gce, instance("pf-re", user_data_text=ud))  # still PENDING
+    wait_done(c, fake_gce, c.instances.delete_unary(project=p, zone=ZONE, instance="pf-re"))
+    for _ in range(50):  # the insert's boot may still be finishing: 5 s at most
+        if not fake_gce.squids() and not fake_gce.instances():
+            break
+        time.sleep(0.1)
+    assert fake_gce.leftovers() == {}
+
+    wait_done(c, fake_gce, insert(c, fake_gce, instance("pf-re", user_data_text=ud)))
+    [vm] = fake_gce.instances()
+    assert vm["status"] == "RUNNING"
+    assert connect_status(vm["natIP"], PORT, target.port, (USER, PASSWORD)) == 200

@@ -70,7 +70,7 @@ class SquidBooter:
         Squid that much later (a guest still running cloud-init), errors only logged."""
         if self.squid is None:
             raise BootError("squid is not installed: the fake cannot boot proxies")
-        directory = self.root / f"{key}-{next(self._serial)}"
+        directory = self.root / f"{key.split('#', maxsplit=1)[0]}-{next(self._serial)}"
         directory.mkdir(mode=0o755)
         try:
             # Planned twice: the address is chosen by the port the config asks for.
