@@ -6,8 +6,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Awaitable, Callable
+from typing import Protocol, TypeVar
 
 import nats.errors
 from nats.aio.client import Client as NatsClient
@@ -27,6 +27,11 @@ from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import ProxyRegistry
 
 R = TypeVar("R", bound=RunnerSettings)
+P = TypeVar("P", bound=Provider)
+
+
+class Component(Protocol):
+    def run(self, stop: asyncio.Event) -> Awaitable[None]: ...
 
 
 class ProvisionerRunner:
@@ -86,14 +91,17 @@ class ProvisionerRunner:
 def provisioner_service(
     provider_type: str,
     what: str,
-    make_provider: Callable[[ProviderConfig, CommonSettings, R], Provider],
+    make_provider: Callable[[ProviderConfig, CommonSettings, R], P],
     settings: type[R] = RunnerSettings,  # type: ignore[assignment]
     adjust: Callable[[ProviderConfig, R], R] | None = None,
+    watcher: Callable[[P, ProxyRegistry, R], Component] | None = None,
 ) -> Service[R]:
     """The provisioner `proxyfleet-provisioner-<provider_type>` for the service host; its
     proxies are `what` ("local processes"). `make_provider` builds the adapter from the
     provider's config entry (inside the event loop); `adjust` may change the runner
-    settings from that entry before anything connects (raising ConfigError refuses)."""
+    settings from that entry before anything connects (raising ConfigError refuses);
+    `watcher` builds one more component on the adapter and the registry (GCP: the spot
+    preemption watcher)."""
 
     def configure(common: CommonSettings, runner: R, providers: ProvidersConfig) -> R:
         entry = load_provider(common.providers_config, runner.provider, provider_type)
@@ -102,16 +110,20 @@ def provisioner_service(
 
     async def build(ctx: Context[R]) -> Parts:
         provider = make_provider(ctx.providers.get(ctx.settings.provider), ctx.common, ctx.settings)
+        registry = ProxyRegistry(ctx.redis, ctx.clock, namespace=ctx.common.namespace)
         runner = ProvisionerRunner(
             nc=ctx.nats,
-            registry=ProxyRegistry(ctx.redis, ctx.clock, namespace=ctx.common.namespace),
+            registry=registry,
             provider=provider,
             settings=ctx.settings,
             installation_id=ctx.common.installation_id,
             clock=ctx.clock,
         )
+        components: dict[str, Callable[[asyncio.Event], Awaitable[None]]] = {"runner": runner.run}
+        if watcher is not None:
+            components["watcher"] = watcher(provider, registry, ctx.settings).run
         return Parts(
-            components={"runner": runner.run},
+            components=components,
             ready={"runner": runner.ready},
             close=[provider.close],
         )

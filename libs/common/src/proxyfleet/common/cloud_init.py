@@ -1,5 +1,8 @@
-"""cloud-init NoCloud documents that turn a fresh VM into an authenticated Squid proxy.
+"""cloud-init documents that turn a fresh VM into an authenticated Squid proxy.
 
+Shared by the VM providers (KVM's NoCloud seed, GCE's `user-data` metadata), so every VM
+runs the same Squid config as a local proxy; what differs (the guest agent, whether the
+package index is refreshed) is a field of `CloudInitSpec`. Pure: no I/O.
 The user-data holds the proxy's credentials (as a bcrypt hash): it must never be logged.
 """
 
@@ -15,7 +18,7 @@ from proxyfleet.common.squid import SquidOptions, htpasswd_line, render_squid_co
 
 SQUID_CONF_PATH = "/etc/squid/squid.conf"
 HTPASSWD_PATH = "/etc/squid/proxyfleet.htpasswd"
-PACKAGES = ("squid", "qemu-guest-agent")
+QEMU_GUEST_AGENT = "qemu-guest-agent"
 
 _HOSTNAME = re.compile(r"^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$")
 
@@ -35,6 +38,14 @@ class CloudInitSpec:
     """Keys for the image's default user (none: nobody can log in over SSH)."""
     deny_private_destinations: bool = True
     """Squid refuses RFC 1918/CGNAT/ULA destinations (the hypervisor's own networks)."""
+    source_ranges: list[str] = field(default_factory=list)
+    """Client networks Squid accepts (empty: any); see `SquidOptions.source_ranges`."""
+    guest_agent: str | None = QEMU_GUEST_AGENT
+    """Package and unit of the guest agent the provider reads the address from (KVM);
+    None where the image's own agent does (GCE's google-guest-agent)."""
+    package_update: bool = False
+    """Refresh the package index first: KVM images ship the packages and may have no
+    mirror; cloud images (GCE) have a mirror but no Squid."""
 
 
 class _Dumper(yaml.SafeDumper):
@@ -51,7 +62,8 @@ _Dumper.add_representer(str, _str_representer)
 
 
 def render_user_data(spec: CloudInitSpec) -> str:
-    """The `#cloud-config` user-data: Squid with basic auth, the guest agent, the hostname.
+    """The `#cloud-config` user-data: Squid with basic auth, the guest agent (if any), the
+    hostname.
 
     Output differs on every call (the htpasswd line has a random salt). Never log it.
     """
@@ -65,17 +77,27 @@ def render_user_data(spec: CloudInitSpec) -> str:
             pid_file="/run/squid.pid",
             cache_log="/var/log/squid/cache.log",
             deny_private_destinations=spec.deny_private_destinations,
+            source_ranges=list(spec.source_ranges),
         )
     )
+    runcmd: list[list[str]] = [
+        # A preinstalled squid started at boot with the stock config: load ours.
+        ["systemctl", "restart", "squid"],
+    ]
+    if spec.guest_agent:
+        # The agent starts by itself when its virtio port appears; this covers an agent
+        # that cloud-init has just installed. Not `enable --now`: the agent's unit has no
+        # [Install] section, and waiting for it cost 20-27 s under TCG.
+        runcmd.append(["systemctl", "start", "--no-block", spec.guest_agent])
     doc: dict[str, Any] = {
         "hostname": spec.hostname,
         "preserve_hostname": False,
         "manage_etc_hosts": True,
-        # Images may have no route to a package mirror; proxy images ship both packages,
-        # and installing an already installed package is a no-op.
-        "package_update": False,
+        # Installing an already installed package is a no-op, so images that ship them work
+        # without a mirror (package_update off).
+        "package_update": spec.package_update,
         "package_upgrade": False,
-        "packages": list(PACKAGES),
+        "packages": ["squid", *([spec.guest_agent] if spec.guest_agent else [])],
         "ssh_pwauth": False,
         "write_files": [
             {
@@ -95,14 +117,7 @@ def render_user_data(spec: CloudInitSpec) -> str:
                 "defer": True,
             },
         ],
-        "runcmd": [
-            # A preinstalled squid started at boot with the stock config: load ours.
-            ["systemctl", "restart", "squid"],
-            # The agent starts by itself when its virtio port appears; this covers an agent
-            # that cloud-init has just installed. Not `enable --now`: the agent's unit has no
-            # [Install] section, and waiting for it cost 20-27 s under TCG.
-            ["systemctl", "start", "--no-block", "qemu-guest-agent"],
-        ],
+        "runcmd": runcmd,
     }
     if spec.ssh_authorized_keys:
         doc["ssh_authorized_keys"] = list(spec.ssh_authorized_keys)
