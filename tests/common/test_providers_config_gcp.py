@@ -18,7 +18,7 @@ providers:
       zones: {eu-1: europe-west1-b, eu-2: europe-west1-c}
       source_ranges: [203.0.113.0/24]
       machine_type: e2-small
-      image_family: ubuntu-minimal-2404-lts-amd64
+      image_family: ubuntu-2404-lts-amd64
       network: global/networks/proxies
       subnetwork: regions/europe-west1/subnetworks/proxies
       spot: false

@@ -47,7 +47,7 @@ class GcpSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Machine type of each VM (a name like e2-micro, resolved in the VM's zone)."""
     image: str = ""
     """An explicit image (projects/<p>/global/images/<name>); "" uses image_family."""
-    image_family: str = "ubuntu-minimal-2404-lts-amd64"
+    image_family: str = "ubuntu-2404-lts-amd64"
     """Image family resolved at create time (the newest image of the family) when `image`
     is empty. It must have cloud-init (Ubuntu images do; Debian's GCE images do not)."""
     image_project: str = "ubuntu-os-cloud"

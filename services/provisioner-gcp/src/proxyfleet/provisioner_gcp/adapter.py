@@ -17,7 +17,7 @@ from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderEr
 from proxyfleet.common.gcp_config import GcpSettings, is_pinned
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.models import ManagedResource, Provisioned, ProxySpec
-from proxyfleet.provisioner_gcp.calls import Compute, GceTemporaryError
+from proxyfleet.provisioner_gcp.calls import Compute, GcePermanentError, GceTemporaryError
 from proxyfleet.provisioner_gcp.instances import Firewall, Images, Instances, InstanceView
 from proxyfleet.provisioner_gcp.metrics import ZONE_ERRORS
 from proxyfleet.provisioner_gcp.pure import names
@@ -214,6 +214,12 @@ class GcpProvider:
             for attempt in (1, 2):
                 try:
                     await self._instances.insert(gce_zone, body, rid)
+                    break
+                except GcePermanentError as exc:
+                    # Made by an earlier attempt whose requestId Compute no longer holds
+                    # (or by another replica): the caller reads it back by name.
+                    if exc.classified.code != "alreadyExists":
+                        raise
                     break
                 except GceTemporaryError as exc:
                     # No answer: the insert may have landed. The same requestId makes the

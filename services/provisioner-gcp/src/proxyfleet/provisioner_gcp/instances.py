@@ -69,9 +69,7 @@ class Instances:
                 found.extend(scoped.instances)
             return found
 
-        request = compute_v1.AggregatedListInstancesRequest(
-            project=c.project, filter=filter_, return_partial_success=True
-        )
+        request = compute_v1.AggregatedListInstancesRequest(project=c.project, filter=filter_)
         found = await c.call("instances.aggregatedList", listing, request=request)
         return [view(i) for i in found]
 
