@@ -1,0 +1,335 @@
+"""instances.insert/get/delete/list/aggregatedList, and what booting and preempting do."""
+
+from __future__ import annotations
+
+import copy
+import logging
+from typing import Any, Protocol
+
+from .errors import GceError, already_exists, invalid, not_found
+from .faults import Fault
+from .filters import parse_filter
+from .others import image_for, new_disk
+from .resources import (
+    check_labels,
+    check_metadata,
+    check_name,
+    fingerprint,
+    link,
+    metadata_value,
+    new_id,
+    now_rfc3339,
+    page,
+    relative,
+    scoped_list_warning,
+)
+from .state import ComputeState, Instance, Json
+
+log = logging.getLogger(__name__)
+
+UNREACHABLE_IP = "127.255.255.254"
+"""natIP of an instance whose proxy did not boot: loopback, and nothing listens there."""
+
+
+class Booter(Protocol):
+    def boot(self, key: str, user_data: str) -> Any: ...
+    def stop(self, key: str) -> None: ...
+
+
+class Instances:
+    def __init__(self, state: ComputeState, booter: Booter) -> None:
+        self.s = state
+        self.booter = booter
+        self._ips = 0
+
+    def insert(self, zone: str, query: dict[str, str], body: Json, fault: Fault | None) -> Json:
+        s = self.s
+        with s.lock:
+            s.check_zone(zone)
+            if (op := s.deduped(query)) is not None:
+                return op
+            name = check_name(body.get("name"))
+            key = (zone, name)
+            path = f"projects/{s.project}/zones/{zone}/instances/{name}"
+            if key in s.instances:
+                raise already_exists(path)
+            instance = self._build(zone, name, body)
+            disks = self._boot_disks(zone, name, body, instance)
+            for disk in disks:
+                s.disks[(zone, disk["name"])] = disk
+            record = Instance(body=instance)
+            s.instances[key] = record
+            return s.new_operation(
+                f"zones/{zone}",
+                "insert",
+                instance["selfLink"],
+                instance["id"],
+                query,
+                fault,
+                lambda: self._boot(key, record),
+                slow=True,
+                on_running=lambda: instance.update(status="STAGING"),
+                on_fail=lambda: self._forget(key),
+            )
+
+    def get(self, zone: str, name: str) -> Json:
+        with self.s.lock:
+            self.s.check_zone(zone)
+            record = self.s.instances.get((zone, name))
+            if record is None:
+                raise not_found(f"projects/{self.s.project}/zones/{zone}/instances/{name}")
+            return copy.deepcopy(record.body)
+
+    def delete(self, zone: str, name: str, query: dict[str, str], fault: Fault | None) -> Json:
+        s = self.s
+        with s.lock:
+            s.check_zone(zone)
+            if (op := s.deduped(query)) is not None:
+                return op
+            record = s.instances.get((zone, name))
+            if record is None:
+                raise not_found(f"projects/{s.project}/zones/{zone}/instances/{name}")
+            return s.new_operation(
+                f"zones/{zone}",
+                "delete",
+                record.body["selfLink"],
+                record.body["id"],
+                query,
+                fault,
+                lambda: self._delete((zone, name)),
+                slow=True,
+                on_running=lambda: record.body.update(status="STOPPING"),
+            )
+
+    def list_zone(self, zone: str, query: dict[str, str]) -> Json:
+        with self.s.lock:
+            self.s.check_zone(zone)
+            match = parse_filter(query.get("filter", ""))
+            items = [
+                copy.deepcopy(r.body)
+                for (z, _), r in sorted(self.s.instances.items())
+                if z == zone and match(r.body)
+            ]
+        chunk, token = page(items, query.get("maxResults"), query.get("pageToken"))
+        out: Json = {
+            "kind": "compute#instanceList",
+            "id": f"projects/{self.s.project}/zones/{zone}/instances",
+            "items": chunk,
+            "selfLink": link(self.s.project, "zones", zone, "instances"),
+        }
+        if token:
+            out["nextPageToken"] = token
+        return out
+
+    def aggregated_list(self, query: dict[str, str]) -> Json:
+        with self.s.lock:
+            match = parse_filter(query.get("filter", ""))
+            items = [
+                (z, copy.deepcopy(r.body))
+                for (z, _), r in sorted(self.s.instances.items())
+                if match(r.body)
+            ]
+        chunk, token = page(items, query.get("maxResults"), query.get("pageToken"))
+        scopes: dict[str, Json] = {}
+        for zone in self.s.zones:
+            found = [body for z, body in chunk if z == zone]
+            scope = f"zones/{zone}"
+            scopes[scope] = (
+                {"instances": found} if found else {"warning": scoped_list_warning(scope)}
+            )
+        out: Json = {
+            "kind": "compute#instanceAggregatedList",
+            "id": f"projects/{self.s.project}/aggregated/instances",
+            "items": scopes,
+            "selfLink": link(self.s.project, "aggregated", "instances"),
+        }
+        if token:
+            out["nextPageToken"] = token
+        return out
+
+    def preempt(self, name: str) -> None:
+        """What Google does to a spot VM it reclaims: its termination action, DELETE (the
+        instance is gone) or STOP (TERMINATED, ephemeral IP released)."""
+        s = self.s
+        with s.lock:
+            keys = [k for k in s.instances if k[1] == name]
+            if not keys:
+                raise KeyError(f"no instance named {name!r}")
+            key = keys[0]
+            record = s.instances[key]
+            scheduling = record.body.get("scheduling", {})
+            if scheduling.get("provisioningModel") != "SPOT" and not scheduling.get("preemptible"):
+                raise ValueError(f"instance {name!r} is not a spot (or preemptible) VM")
+            action = scheduling.get("instanceTerminationAction", "STOP")
+            s.system_operation(
+                f"zones/{key[0]}",
+                "compute.instances.preempted",
+                record.body["selfLink"],
+                record.body["id"],
+            )
+        self.booter.stop(f"{key[0]}-{name}")
+        with s.lock:
+            if action == "DELETE":
+                self._forget(key)
+            else:
+                record.body["status"] = "TERMINATED"
+                for nic in record.body.get("networkInterfaces", []):
+                    for access in nic.get("accessConfigs", []):
+                        access.pop("natIP", None)
+
+    # ---- effects ----------------------------------------------------------------------
+
+    def _boot(self, key: tuple[str, str], record: Instance) -> None:
+        """Runs in the pool: the guest starts Squid from its user-data; then RUNNING."""
+        user_data = metadata_value(record.body, "user-data")
+        address = UNREACHABLE_IP
+        error: str | None = None
+        if not self.s.settings.boot:
+            error = "booting is off (settings.boot)"
+        elif user_data is None:
+            error = "no user-data in the metadata"
+        else:
+            try:
+                address = self.booter.boot(f"{key[0]}-{key[1]}", user_data).address
+            except Exception as exc:  # the VM runs; only its proxy is missing
+                error = str(exc)
+                log.warning("fake GCE: %s did not boot a proxy: %s", key[1], error)
+        with self.s.lock:
+            if self.s.instances.get(key) is not record:
+                self.booter.stop(f"{key[0]}-{key[1]}")  # deleted while booting
+                return
+            record.boot_error = error
+            record.booted = error is None
+            record.body["status"] = "RUNNING"
+            record.body["lastStartTimestamp"] = now_rfc3339()
+            for nic in record.body.get("networkInterfaces", [])[:1]:
+                for access in nic.get("accessConfigs", [])[:1]:
+                    access["natIP"] = address
+
+    def _delete(self, key: tuple[str, str]) -> None:
+        self.booter.stop(f"{key[0]}-{key[1]}")
+        with self.s.lock:
+            self._forget(key)
+
+    def _forget(self, key: tuple[str, str]) -> None:
+        """The instance is gone: auto-delete disks go with it, the others are detached."""
+        record = self.s.instances.pop(key, None)
+        if record is None:
+            return
+        for attached in record.body.get("disks", []):
+            disk_key = (key[0], attached["source"].rsplit("/", 1)[-1])
+            disk = self.s.disks.get(disk_key)
+            if disk is None:
+                continue
+            if attached.get("autoDelete"):
+                del self.s.disks[disk_key]
+            else:
+                disk["users"] = [u for u in disk.get("users", []) if u != record.body["selfLink"]]
+
+    # ---- building the resource --------------------------------------------------------
+
+    def _build(self, zone: str, name: str, body: Json) -> Json:
+        p = self.s.project
+        machine = relative(p, str(body.get("machineType") or ""))
+        if not machine.startswith(f"projects/{p}/zones/{zone}/machineTypes/"):
+            raise invalid(
+                "resource.machineType",
+                body.get("machineType", ""),
+                f"Expected zones/{zone}/machineTypes/TYPE (or its full URL).",
+            )
+        nics = body.get("networkInterfaces") or []
+        if not nics:
+            raise invalid("resource.networkInterfaces", "", "At least one is required.")
+        labels = check_labels(body.get("labels"))
+        tags = list((body.get("tags") or {}).get("items") or [])
+        instance: Json = {
+            **copy.deepcopy(body),
+            "kind": "compute#instance",
+            "id": new_id(),
+            "creationTimestamp": now_rfc3339(),
+            "name": name,
+            "zone": link(p, "zones", zone),
+            "machineType": "https://www.googleapis.com/compute/v1/" + machine,
+            "status": "PROVISIONING",
+            "labels": labels,
+            "labelFingerprint": fingerprint(labels),
+            "metadata": check_metadata(body.get("metadata")),
+            "tags": {"items": tags, "fingerprint": fingerprint(tags)},
+            "networkInterfaces": [self._nic(p, i, nic) for i, nic in enumerate(nics)],
+            "scheduling": _scheduling(body.get("scheduling") or {}),
+            "selfLink": link(p, "zones", zone, "instances", name),
+            "cpuPlatform": "Intel Broadwell",
+            "deletionProtection": bool(body.get("deletionProtection", False)),
+            "startRestricted": False,
+            "fingerprint": fingerprint(name),
+        }
+        return instance
+
+    def _nic(self, project: str, index: int, nic: Json) -> Json:
+        self._ips += 1
+        out = copy.deepcopy(nic)
+        out["kind"] = "compute#networkInterface"
+        out["name"] = f"nic{index}"
+        out["network"] = "https://www.googleapis.com/compute/v1/" + relative(
+            project, nic.get("network") or "global/networks/default"
+        )
+        out["networkIP"] = f"10.128.{self._ips // 250}.{self._ips % 250 + 2}"
+        out["stackType"] = nic.get("stackType", "IPV4_ONLY")
+        out["fingerprint"] = fingerprint([index, self._ips])
+        out["accessConfigs"] = [
+            {
+                "kind": "compute#accessConfig",
+                "type": a.get("type", "ONE_TO_ONE_NAT"),
+                "name": a.get("name", "External NAT"),
+                "networkTier": a.get("networkTier", "PREMIUM"),
+            }
+            for a in nic.get("accessConfigs") or []
+        ]
+        return out
+
+    def _boot_disks(self, zone: str, name: str, body: Json, instance: Json) -> list[Json]:
+        disks = body.get("disks") or []
+        if not disks or not any(d.get("boot") for d in disks):
+            raise invalid("resource.disks", "", "A boot disk is required.")
+        made: list[Json] = []
+        attached: list[Json] = []
+        for index, d in enumerate(disks):
+            params = d.get("initializeParams")
+            if params is None:
+                raise GceError(400, "invalid", "Attaching existing disks is not faked.")
+            disk_name = params.get("diskName") or (name if index == 0 else f"{name}-{index}")
+            image = image_for(self.s, str(params.get("sourceImage") or ""))
+            disk = new_disk(self.s, zone, disk_name, params, image, instance["selfLink"])
+            made.append(disk)
+            attached.append(
+                {
+                    "kind": "compute#attachedDisk",
+                    "type": "PERSISTENT",
+                    "mode": d.get("mode", "READ_WRITE"),
+                    "source": disk["selfLink"],
+                    "deviceName": d.get("deviceName") or f"persistent-disk-{index}",
+                    "index": index,
+                    "boot": bool(d.get("boot", False)),
+                    "autoDelete": bool(d.get("autoDelete", False)),
+                    "interface": d.get("interface", "SCSI"),
+                    "diskSizeGb": disk["sizeGb"],
+                }
+            )
+        instance["disks"] = attached
+        return made
+
+
+def _scheduling(given: Json) -> Json:
+    out = dict(given)
+    if out.get("provisioningModel") == "SPOT":
+        if out.get("automaticRestart") is True:
+            raise invalid("resource.scheduling.automaticRestart", True, "Spot VMs cannot restart.")
+        out.setdefault("automaticRestart", False)
+        out.setdefault("onHostMaintenance", "TERMINATE")
+        out.setdefault("instanceTerminationAction", "STOP")
+    else:
+        out.setdefault("provisioningModel", "STANDARD")
+        out.setdefault("automaticRestart", True)
+        out.setdefault("onHostMaintenance", "MIGRATE")
+    out.setdefault("preemptible", False)
+    return out
