@@ -9,9 +9,8 @@ import uuid
 from dataclasses import dataclass
 
 from google.cloud import compute_v1
-from tests.gcp.fake_gce import FakeGce
-
 from proxyfleet.provisioner_kvm.pure.cloud_init import CloudInitSpec, render_user_data
+from tests.gcp.fake_gce import FakeGce
 
 ZONE = "us-central1-a"
 PORT = 3128

@@ -89,6 +89,8 @@ class GcpSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """How long one create or delete waits for its operation before retrying later."""
     sweep_min_age: Seconds = 3600.0
     """Orphan disks, addresses and firewall rules younger than this are left alone."""
+    sweep_interval: Seconds = 300.0
+    """Least time between two sweeps (they run when GC asks for the managed resources)."""
     sweep_dry_run: bool = False
     """Report orphans the sweeper would delete without deleting them."""
 

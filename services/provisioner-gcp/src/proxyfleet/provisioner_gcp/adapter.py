@@ -31,8 +31,9 @@ from proxyfleet.provisioner_gcp.pure.plans import (
 from proxyfleet.provisioner_gcp.sweeper import Sweeper
 
 log = get_logger("proxyfleet.gcp")
-ADDRESS_POLLS = 10
-"""Gets after a DONE insert that still shows no external IP (Google assigns it at insert)."""
+ADDRESS_WAIT = 60.0
+"""Seconds a VM whose insert is DONE may still show no external IP (Google assigns it with
+the insert; past this the next delivery asks again)."""
 
 
 class GcpProvider:
@@ -68,6 +69,7 @@ class GcpProvider:
                 port=settings.proxy_port,
                 source_ranges=tuple(sorted(settings.source_ranges)),
             ),
+            self._clock,
         )
         self._tags = sorted({tag, *settings.network_tags})
         self._in_flight = asyncio.Semaphore(settings.max_operations_in_flight)
@@ -230,7 +232,8 @@ class GcpProvider:
         log.info("gcp.instance_inserted", proxy_id=spec.proxy_id, zone=gce_zone, spot=s.spot)
 
     async def _provisioned(self, inst: InstanceView) -> Provisioned:
-        for _ in range(ADDRESS_POLLS):
+        deadline = self._clock.now() + ADDRESS_WAIT
+        while self._clock.now() < deadline:
             if inst.status in ("TERMINATED", "STOPPING", "STOPPED", "SUSPENDED"):
                 raise PermanentProviderError(
                     f"instance {inst.name} is {inst.status} (preempted by Google?)"

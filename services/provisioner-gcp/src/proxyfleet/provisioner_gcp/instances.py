@@ -111,11 +111,14 @@ class Instances:
 class Firewall:
     """The one rule of this installation and provider, reconciled on its content."""
 
-    def __init__(self, compute: Compute, rule: FirewallRule) -> None:
+    def __init__(self, compute: Compute, rule: FirewallRule, clock: Clock) -> None:
         self._c = compute
+        self._clock = clock
         self.rule = rule
         self._checked = False
         self._lock = asyncio.Lock()
+        self.last_used = float("-inf")
+        """Clock time of the last ensure: the sweeper leaves a rule in use alone."""
 
     def forget(self) -> None:
         """Check again on the next ensure (the sweeper deleted it, or an operator might have
@@ -123,6 +126,7 @@ class Firewall:
         self._checked = False
 
     async def ensure(self) -> None:
+        self.last_used = self._clock.now()
         if self._checked:
             return
         async with self._lock:
@@ -215,15 +219,21 @@ class Images:
         self._s = settings
         self._clock = clock
         self._cached: tuple[str, float] | None = None
+        self._lock = asyncio.Lock()
 
     async def source_image(self) -> str:
         """The explicit image, or the family's newest (asked again every few minutes)."""
-        s, c = self._s, self._c
-        if s.image:
-            return s.image
-        now = self._clock.now()
-        if self._cached and now - self._cached[1] < IMAGE_CACHE_SECONDS:
+        if self._s.image:
+            return self._s.image
+        async with self._lock:  # one lookup for a burst of creates
+            now = self._clock.now()
+            if self._cached and now - self._cached[1] < IMAGE_CACHE_SECONDS:
+                return self._cached[0]
+            self._cached = (await self._lookup(), now)
             return self._cached[0]
+
+    async def _lookup(self) -> str:
+        s, c = self._s, self._c
         image = await c.call(
             "images.getFromFamily",
             c.images.get_from_family,
@@ -231,6 +241,4 @@ class Images:
                 project=s.image_project, family=s.image_family
             ),
         )
-        link = image.self_link or f"projects/{s.image_project}/global/images/{image.name}"
-        self._cached = (link, now)
-        return link
+        return image.self_link or f"projects/{s.image_project}/global/images/{image.name}"

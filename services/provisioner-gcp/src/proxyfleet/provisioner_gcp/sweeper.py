@@ -20,8 +20,6 @@ from proxyfleet.provisioner_gcp.pure import names
 from proxyfleet.provisioner_gcp.pure.plans import Orphan, sweepable, timestamp
 
 log = get_logger("proxyfleet.gcp")
-SWEEP_INTERVAL = 300.0
-"""Seconds between two sweeps (GC may ask more often)."""
 
 
 class Sweeper:
@@ -33,14 +31,13 @@ class Sweeper:
         provider: str,
         firewall: Firewall,
         clock: Clock,
-        interval: float = SWEEP_INTERVAL,
     ) -> None:
         self._c = compute
         self._s = settings
         self._filter = names.installation_filter(installation_id, provider)
         self._firewall = firewall
         self._clock = clock
-        self._interval = interval
+        self._interval = settings.sweep_interval
         self._last = float("-inf")
         self.last_report: list[Orphan] = []
         """What the last sweep deleted (or, dry-run, would have)."""
@@ -57,7 +54,8 @@ class Sweeper:
 
     async def sweep(self, instances: list[InstanceView]) -> list[Orphan]:
         orphans = await self._disks() + await self._addresses()
-        if not instances:
+        idle = self._clock.now() - self._firewall.last_used >= self._s.sweep_min_age
+        if not instances and idle:  # no VM, and no create of this replica lately
             orphans += await self._firewall_orphan()
         due = sweepable(orphans, self._clock.now(), self._s.sweep_min_age)
         dry = self._s.sweep_dry_run
