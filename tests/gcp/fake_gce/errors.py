@@ -19,6 +19,7 @@ _STATUS = {
     412: "FAILED_PRECONDITION",
     429: "RESOURCE_EXHAUSTED",
     500: "INTERNAL",
+    501: "UNIMPLEMENTED",
     503: "UNAVAILABLE",
 }
 
@@ -94,8 +95,9 @@ def resource_in_use(resource: str, user: str) -> GceError:
     )
 
 
-def rate_limit_exceeded(method: str) -> GceError:
-    """What Compute answers when the per-minute API rate quota is spent (403, not 429)."""
+def rate_limit_exceeded(method: str, retry_after: int | None = None) -> GceError:
+    """What Compute answers when the per-minute API rate quota is spent (403, not 429).
+    Compute sends no Retry-After; `retry_after` adds one for tests that want it."""
     return GceError(
         403,
         "rateLimitExceeded",
@@ -103,18 +105,28 @@ def rate_limit_exceeded(method: str) -> GceError:
         " 'compute.googleapis.com' for consumer 'project_number:000000000000'.",
         domain="usageLimits",
         details=[_error_info("RATE_LIMIT_EXCEEDED", method)],
-        retry_after=1,
+        retry_after=retry_after,
     )
 
 
-def resource_exhausted(method: str) -> GceError:
+def resource_exhausted(method: str, retry_after: int | None = None) -> GceError:
     return GceError(
         429,
         "rateLimitExceeded",
         "Resource has been exhausted (e.g. check quota).",
         domain="usageLimits",
         details=[_error_info("RATE_LIMIT_EXCEEDED", method)],
-        retry_after=1,
+        retry_after=retry_after,
+    )
+
+
+def quota_exceeded(quota: str, limit: float, region: str) -> GceError:
+    """The synchronous form of a quota error (some quotas are checked before any operation)."""
+    return GceError(
+        403,
+        "quotaExceeded",
+        f"Quota '{quota}' exceeded.  Limit: {limit} in region {region}.",
+        domain="usageLimits",
     )
 
 

@@ -10,10 +10,10 @@ from typing import Any
 from google.api_core.client_options import ClientOptions
 from google.auth.credentials import AnonymousCredentials
 
-from . import others
+from . import net
 from .faults import Fault
+from .images_disks import DEFAULT_IMAGES, add_image
 from .instances import Instances
-from .others import DEFAULT_IMAGES, add_image
 from .routes import build_routes
 from .server import FakeServer
 from .squid_boot import SquidBooter
@@ -138,7 +138,10 @@ class FakeGce:
 
     def add_address(self, region: str, name: str, labels: dict[str, str] | None = None) -> None:
         """A reserved address, as a leak from an earlier run would leave one."""
-        others.insert_address(self.state, region, {}, {"name": name, "labels": labels or {}}, None)
+        with self.state.lock:
+            self.state.check_region(region)
+            body = net.address_body(self.state, region, {"name": name, "labels": labels or {}})
+            self.state.addresses[(region, name)] = body
 
     def client_kwargs(self) -> dict[str, Any]:
         """`credentials`, `client_options` and `transport` for any compute_v1 client."""

@@ -6,7 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-HTTP_FAULTS = frozenset({"rateLimitExceeded", "RESOURCE_EXHAUSTED", "UNAVAILABLE", "forbidden"})
+HTTP_FAULTS = frozenset(
+    {"rateLimitExceeded", "RESOURCE_EXHAUSTED", "UNAVAILABLE", "forbidden", "quotaExceeded"}
+)
 """Answered at once with an HTTP error; nothing is recorded (the call did not land)."""
 OPERATION_FAULTS = frozenset(
     {
@@ -17,9 +19,10 @@ OPERATION_FAULTS = frozenset(
     }
 )
 """The call is accepted (200, an operation); the operation ends DONE with this error code."""
-OTHER_FAULTS = frozenset({"slow", "dropped"})
+OTHER_FAULTS = frozenset({"slow", "dropped", "delay"})
 """`slow`: the operation runs `seconds` longer. `dropped`: the call lands and is recorded,
-then the connection closes without an answer (the client sees a connection error)."""
+then the connection closes without an answer (the client sees a connection error).
+`delay`: the answer comes `seconds` late (a client timeout shorter than that fires)."""
 FAULTS = HTTP_FAULTS | OPERATION_FAULTS | OTHER_FAULTS
 
 

@@ -6,24 +6,20 @@ import copy
 import logging
 from typing import Any, Protocol
 
-from .errors import GceError, already_exists, invalid, not_found
+from .errors import already_exists, not_found
 from .faults import Fault
 from .filters import parse_filter
-from .others import image_for, new_disk
+from .instance_body import boot_disks, build_instance
 from .resources import (
-    check_labels,
-    check_metadata,
+    Json,
     check_name,
-    fingerprint,
     link,
     metadata_value,
-    new_id,
     now_rfc3339,
     page,
-    relative,
     scoped_list_warning,
 )
-from .state import ComputeState, Instance, Json
+from .state import ComputeState, Instance
 
 log = logging.getLogger(__name__)
 
@@ -40,7 +36,6 @@ class Instances:
     def __init__(self, state: ComputeState, booter: Booter) -> None:
         self.s = state
         self.booter = booter
-        self._ips = 0
 
     def insert(self, zone: str, query: dict[str, str], body: Json, fault: Fault | None) -> Json:
         s = self.s
@@ -53,8 +48,8 @@ class Instances:
             path = f"projects/{s.project}/zones/{zone}/instances/{name}"
             if key in s.instances:
                 raise already_exists(path)
-            instance = self._build(zone, name, body)
-            disks = self._boot_disks(zone, name, body, instance)
+            instance = build_instance(s, zone, name, body)
+            disks = boot_disks(s, zone, name, body, instance)
             for disk in disks:
                 s.disks[(zone, disk["name"])] = disk
             record = Instance(body=instance)
@@ -225,111 +220,3 @@ class Instances:
                 del self.s.disks[disk_key]
             else:
                 disk["users"] = [u for u in disk.get("users", []) if u != record.body["selfLink"]]
-
-    # ---- building the resource --------------------------------------------------------
-
-    def _build(self, zone: str, name: str, body: Json) -> Json:
-        p = self.s.project
-        machine = relative(p, str(body.get("machineType") or ""))
-        if not machine.startswith(f"projects/{p}/zones/{zone}/machineTypes/"):
-            raise invalid(
-                "resource.machineType",
-                body.get("machineType", ""),
-                f"Expected zones/{zone}/machineTypes/TYPE (or its full URL).",
-            )
-        nics = body.get("networkInterfaces") or []
-        if not nics:
-            raise invalid("resource.networkInterfaces", "", "At least one is required.")
-        labels = check_labels(body.get("labels"))
-        tags = list((body.get("tags") or {}).get("items") or [])
-        instance: Json = {
-            **copy.deepcopy(body),
-            "kind": "compute#instance",
-            "id": new_id(),
-            "creationTimestamp": now_rfc3339(),
-            "name": name,
-            "zone": link(p, "zones", zone),
-            "machineType": "https://www.googleapis.com/compute/v1/" + machine,
-            "status": "PROVISIONING",
-            "labels": labels,
-            "labelFingerprint": fingerprint(labels),
-            "metadata": check_metadata(body.get("metadata")),
-            "tags": {"items": tags, "fingerprint": fingerprint(tags)},
-            "networkInterfaces": [self._nic(p, i, nic) for i, nic in enumerate(nics)],
-            "scheduling": _scheduling(body.get("scheduling") or {}),
-            "selfLink": link(p, "zones", zone, "instances", name),
-            "cpuPlatform": "Intel Broadwell",
-            "deletionProtection": bool(body.get("deletionProtection", False)),
-            "startRestricted": False,
-            "fingerprint": fingerprint(name),
-        }
-        return instance
-
-    def _nic(self, project: str, index: int, nic: Json) -> Json:
-        self._ips += 1
-        out = copy.deepcopy(nic)
-        out["kind"] = "compute#networkInterface"
-        out["name"] = f"nic{index}"
-        out["network"] = "https://www.googleapis.com/compute/v1/" + relative(
-            project, nic.get("network") or "global/networks/default"
-        )
-        out["networkIP"] = f"10.128.{self._ips // 250}.{self._ips % 250 + 2}"
-        out["stackType"] = nic.get("stackType", "IPV4_ONLY")
-        out["fingerprint"] = fingerprint([index, self._ips])
-        out["accessConfigs"] = [
-            {
-                "kind": "compute#accessConfig",
-                "type": a.get("type", "ONE_TO_ONE_NAT"),
-                "name": a.get("name", "External NAT"),
-                "networkTier": a.get("networkTier", "PREMIUM"),
-            }
-            for a in nic.get("accessConfigs") or []
-        ]
-        return out
-
-    def _boot_disks(self, zone: str, name: str, body: Json, instance: Json) -> list[Json]:
-        disks = body.get("disks") or []
-        if not disks or not any(d.get("boot") for d in disks):
-            raise invalid("resource.disks", "", "A boot disk is required.")
-        made: list[Json] = []
-        attached: list[Json] = []
-        for index, d in enumerate(disks):
-            params = d.get("initializeParams")
-            if params is None:
-                raise GceError(400, "invalid", "Attaching existing disks is not faked.")
-            disk_name = params.get("diskName") or (name if index == 0 else f"{name}-{index}")
-            image = image_for(self.s, str(params.get("sourceImage") or ""))
-            disk = new_disk(self.s, zone, disk_name, params, image, instance["selfLink"])
-            made.append(disk)
-            attached.append(
-                {
-                    "kind": "compute#attachedDisk",
-                    "type": "PERSISTENT",
-                    "mode": d.get("mode", "READ_WRITE"),
-                    "source": disk["selfLink"],
-                    "deviceName": d.get("deviceName") or f"persistent-disk-{index}",
-                    "index": index,
-                    "boot": bool(d.get("boot", False)),
-                    "autoDelete": bool(d.get("autoDelete", False)),
-                    "interface": d.get("interface", "SCSI"),
-                    "diskSizeGb": disk["sizeGb"],
-                }
-            )
-        instance["disks"] = attached
-        return made
-
-
-def _scheduling(given: Json) -> Json:
-    out = dict(given)
-    if out.get("provisioningModel") == "SPOT":
-        if out.get("automaticRestart") is True:
-            raise invalid("resource.scheduling.automaticRestart", True, "Spot VMs cannot restart.")
-        out.setdefault("automaticRestart", False)
-        out.setdefault("onHostMaintenance", "TERMINATE")
-        out.setdefault("instanceTerminationAction", "STOP")
-    else:
-        out.setdefault("provisioningModel", "STANDARD")
-        out.setdefault("automaticRestart", True)
-        out.setdefault("onHostMaintenance", "MIGRATE")
-    out.setdefault("preemptible", False)
-    return out

@@ -24,6 +24,8 @@ METADATA_KEY = re.compile(r"[a-zA-Z0-9_-]{1,128}")
 METADATA_VALUE_MAX = 256 * 1024
 METADATA_TOTAL_MAX = 512 * 1024
 
+Json = dict[str, Any]
+
 _serial = itertools.count(1)
 
 
@@ -144,3 +146,43 @@ def page(items: list[Any], max_results: str | None, token: str | None) -> tuple[
     start = page_offset(token)
     chunk = items[start : start + size]
     return chunk, page_token(start + size) if start + size < len(items) else ""
+
+
+# ---- list shapes (pure) ------------------------------------------------------------------------
+
+
+def plain_list(project: str, kind: str, path: str, rows: list[Json], query: dict[str, str]) -> Json:
+    chunk, token = page(rows, query.get("maxResults"), query.get("pageToken"))
+    out: Json = {
+        "kind": f"compute#{kind}List",
+        "id": f"projects/{project}/{path}",
+        "items": chunk,
+        "selfLink": link(project, path),
+    }
+    if token:
+        out["nextPageToken"] = token
+    return out
+
+
+def aggregated_list(
+    project: str,
+    kind: str,
+    field: str,
+    scopes: list[str],
+    rows: list[tuple[str, Json]],
+    query: dict[str, str],
+) -> Json:
+    chunk, token = page(rows, query.get("maxResults"), query.get("pageToken"))
+    items: dict[str, Any] = {}
+    for scope in scopes:
+        found = [r for s, r in chunk if s == scope]
+        items[scope] = {field: found} if found else {"warning": scoped_list_warning(scope)}
+    out: Json = {
+        "kind": f"compute#{kind}AggregatedList",
+        "id": f"projects/{project}/aggregated/{field}",
+        "items": items,
+        "selfLink": link(project, "aggregated", field),
+    }
+    if token:
+        out["nextPageToken"] = token
+    return out

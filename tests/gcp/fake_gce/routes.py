@@ -8,10 +8,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from . import others
+from . import images_disks, net
 from .faults import Fault
 from .instances import Instances
-from .state import ComputeState, Json, raise_for_project
+from .resources import Json
+from .state import ComputeState, raise_for_project
 
 Handler = Callable[[dict[str, str], dict[str, str], Json, Fault | None], Json]
 """(path parameters, query, body, fault) → the JSON answer."""
@@ -67,6 +68,12 @@ def build_routes(state: ComputeState, instances: Instances) -> list[Route]:
             lambda p, q, b, f: s.get_operation(f"zones/{p['zone']}", p["name"]),
         ),
         (
+            "GET",
+            "zones/{zone}/operations",
+            "zoneOperations.list",
+            lambda p, q, b, f: s.list_operations(f"zones/{p['zone']}", q),
+        ),
+        (
             "POST",
             "zones/{zone}/operations/{name}/wait",
             "zoneOperations.wait",
@@ -100,103 +107,103 @@ def build_routes(state: ComputeState, instances: Instances) -> list[Route]:
             "GET",
             "zones/{zone}/disks",
             "disks.list",
-            lambda p, q, b, f: others.list_disks(s, p["zone"], q),
+            lambda p, q, b, f: images_disks.list_disks(s, p["zone"], q),
         ),
         (
             "GET",
             "aggregated/disks",
             "disks.aggregatedList",
-            lambda p, q, b, f: others.list_disks(s, None, q),
+            lambda p, q, b, f: images_disks.list_disks(s, None, q),
         ),
         (
             "GET",
             "zones/{zone}/disks/{name}",
             "disks.get",
-            lambda p, q, b, f: others.get_disk(s, p["zone"], p["name"]),
+            lambda p, q, b, f: images_disks.get_disk(s, p["zone"], p["name"]),
         ),
         (
             "DELETE",
             "zones/{zone}/disks/{name}",
             "disks.delete",
-            lambda p, q, b, f: others.delete_disk(s, p["zone"], p["name"], q, f),
+            lambda p, q, b, f: images_disks.delete_disk(s, p["zone"], p["name"], q, f),
         ),
         (
             "POST",
             "global/firewalls",
             "firewalls.insert",
-            lambda p, q, b, f: others.insert_firewall(s, q, b, f),
+            lambda p, q, b, f: net.insert_firewall(s, q, b, f),
         ),
         (
             "GET",
             "global/firewalls",
             "firewalls.list",
-            lambda p, q, b, f: others.list_firewalls(s, q),
+            lambda p, q, b, f: net.list_firewalls(s, q),
         ),
         (
             "GET",
             "global/firewalls/{name}",
             "firewalls.get",
-            lambda p, q, b, f: others.get_firewall(s, p["name"]),
+            lambda p, q, b, f: net.get_firewall(s, p["name"]),
         ),
         (
             "PATCH",
             "global/firewalls/{name}",
             "firewalls.patch",
-            lambda p, q, b, f: others.change_firewall(s, p["name"], q, b, f, patch=True),
+            lambda p, q, b, f: net.change_firewall(s, p["name"], q, b, f, patch=True),
         ),
         (
             "PUT",
             "global/firewalls/{name}",
             "firewalls.update",
-            lambda p, q, b, f: others.change_firewall(s, p["name"], q, b, f, patch=False),
+            lambda p, q, b, f: net.change_firewall(s, p["name"], q, b, f, patch=False),
         ),
         (
             "DELETE",
             "global/firewalls/{name}",
             "firewalls.delete",
-            lambda p, q, b, f: others.delete_firewall(s, p["name"], q, f),
+            lambda p, q, b, f: net.delete_firewall(s, p["name"], q, f),
         ),
         (
             "POST",
             "regions/{region}/addresses",
             "addresses.insert",
-            lambda p, q, b, f: others.insert_address(s, p["region"], q, b, f),
+            lambda p, q, b, f: net.insert_address(s, p["region"], q, b, f),
         ),
         (
             "GET",
             "regions/{region}/addresses",
             "addresses.list",
-            lambda p, q, b, f: others.list_addresses(s, p["region"], q),
+            lambda p, q, b, f: net.list_addresses(s, p["region"], q),
         ),
         (
             "GET",
             "aggregated/addresses",
             "addresses.aggregatedList",
-            lambda p, q, b, f: others.list_addresses(s, None, q),
+            lambda p, q, b, f: net.list_addresses(s, None, q),
         ),
         (
             "GET",
             "regions/{region}/addresses/{name}",
             "addresses.get",
-            lambda p, q, b, f: others.get_address(s, p["region"], p["name"]),
+            lambda p, q, b, f: net.get_address(s, p["region"], p["name"]),
         ),
         (
             "DELETE",
             "regions/{region}/addresses/{name}",
             "addresses.delete",
-            lambda p, q, b, f: others.delete_address(s, p["region"], p["name"], q, f),
+            lambda p, q, b, f: net.delete_address(s, p["region"], p["name"], q, f),
         ),
         (
             "GET",
             "global/images/family/{family}",
             "images.getFromFamily",
-            lambda p, q, b, f: others.image_from_family(s, p["project"], p["family"]),
+            lambda p, q, b, f: images_disks.image_from_family(s, p["project"], p["family"]),
         ),
         (
             "GET",
             "global/images/{name}",
             "images.get",
-            lambda p, q, b, f: others.get_image(s, p["project"], p["name"]),
+            lambda p, q, b, f: images_disks.get_image(s, p["project"], p["name"]),
         ),
     ]
     routes = []

@@ -11,6 +11,7 @@ import json
 import logging
 import socket
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -47,6 +48,9 @@ class FakeServer(ThreadingHTTPServer):
 
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    # Headers and body go out in two writes: without TCP_NODELAY the client's delayed ACK
+    # adds 40 ms to every call.
+    disable_nagle_algorithm = True
     server: FakeServer
 
     def do_GET(self) -> None:
@@ -74,7 +78,12 @@ class _Handler(BaseHTTPRequestHandler):
         raw = self.rfile.read(length) if length else b""
         found = match(self.server.routes, verb, url.path)
         if found is None:
-            self._answer(404, GceError(404, "notFound", f"No route for {verb} {url.path}").body())
+            # Loud, not a 404: an adapter would take a 404 on delete for "already gone".
+            message = f"The fake GCE does not implement {verb} {url.path}"
+            log.error("fake GCE: %s", message)
+            with self.server.state.lock:
+                self.server.state.calls["unimplemented"] += 1
+            self._answer(501, GceError(501, "notImplemented", message).body())
             return
         route, params = found
         state = self.server.state
@@ -90,6 +99,12 @@ class _Handler(BaseHTTPRequestHandler):
             headers = {"Retry-After": str(exc.retry_after)} if exc.retry_after else {}
             self._answer(exc.code, exc.body(), headers)
             return
+        except Exception:  # a bug in the fake: say so as a 500, never as a dropped socket
+            log.exception("fake GCE: %s %s failed", verb, url.path)
+            self._answer(500, GceError(500, "backendError", "Internal error in the fake.").body())
+            return
+        if fault is not None and fault.kind == "delay":
+            time.sleep(float(fault.params.get("seconds", 5.0)))
         if fault is not None and fault.kind == "dropped":
             self.close_connection = True
             with contextlib.suppress(OSError):

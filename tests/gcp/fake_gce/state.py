@@ -16,7 +16,6 @@ import uuid
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
 
 from .errors import (
     HTTP_REASON,
@@ -24,17 +23,17 @@ from .errors import (
     forbidden,
     invalid,
     not_found,
+    quota_exceeded,
     rate_limit_exceeded,
     resource_exhausted,
     unavailable,
 )
-from .faults import Fault, FaultPlan
+from .faults import OPERATION_FAULTS, Fault, FaultPlan
+from .filters import parse_filter
 from .op_errors import operation_error
-from .resources import link, new_id, now_rfc3339, operation_name, region_of
+from .resources import Json, link, new_id, now_rfc3339, operation_name, plain_list, region_of
 
 log = logging.getLogger(__name__)
-
-Json = dict[str, Any]
 
 
 @dataclass
@@ -121,11 +120,17 @@ class ComputeState:
             return None
         match fault.kind:
             case "rateLimitExceeded":
-                raise rate_limit_exceeded(method)
+                raise rate_limit_exceeded(method, fault.params.get("retry_after"))
             case "RESOURCE_EXHAUSTED":
-                raise resource_exhausted(method)
+                raise resource_exhausted(method, fault.params.get("retry_after"))
             case "UNAVAILABLE":
                 raise unavailable()
+            case "quotaExceeded":
+                raise quota_exceeded(
+                    str(fault.params.get("quota", "CPUS")),
+                    float(fault.params.get("limit", 24.0)),
+                    str(fault.params.get("region") or region_of(zone or self.regions[0])),
+                )
             case "forbidden":
                 raise forbidden(
                     str(fault.params.get("permission", f"compute.{method}")),
@@ -202,7 +207,7 @@ class ComputeState:
         if fault is not None:
             if fault.kind == "slow":
                 op.running_s += float(fault.params.get("seconds", 5.0))
-            else:
+            elif fault.kind in OPERATION_FAULTS:
                 op.error = operation_error(fault, self.project, scope)
         if "requestId" in query:
             self.request_ids[str(uuid.UUID(query["requestId"]))] = name
@@ -226,6 +231,17 @@ class ComputeState:
             if op is None or not op.body["selfLink"].endswith(f"/{scope}/operations/{name}"):
                 raise not_found(f"projects/{self.project}/{scope}/operations/{name}")
             return copy.deepcopy(op.body)
+
+    def list_operations(self, scope: str, query: dict[str, str]) -> Json:
+        with self.lock:
+            match = parse_filter(query.get("filter", ""))
+            suffix = f"/{scope}/operations/"
+            rows = [
+                copy.deepcopy(o.body)
+                for o in self.operations.values()
+                if suffix in o.body["selfLink"] and match(o.body)
+            ]
+        return plain_list(self.project, "operation", f"{scope}/operations", rows, query)
 
     def wait_operation(self, scope: str, name: str) -> Json:
         deadline = time.monotonic() + self.settings.wait_timeout_s
