@@ -11,9 +11,9 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
+from tests.e2e.gcp_stack import gcp_stack, log_text, max_overlap
 from tests.e2e.journey import Api, wait_for
 from tests.gcp.fake_gce import FakeGce, Settings
-from tests.gcp.system import gcp_stack, log_text, max_overlap
 
 pytestmark = pytest.mark.timeout(300)
 
