@@ -46,9 +46,10 @@ T = TypeVar("T")
 log = get_logger("proxyfleet.gcp")
 SCOPES = ("https://www.googleapis.com/auth/compute",)
 CALL_TIMEOUT = 60.0
-"""Seconds one HTTP call may take (an operation wait returns within about two minutes on
-Google's side, so waits ask for less)."""
-WAIT_TIMEOUT = 30.0
+"""Seconds one HTTP call may take."""
+WAIT_TIMEOUT = 150.0
+"""Seconds an operations.wait call may take: Google answers it when the operation is DONE
+or after about two minutes, so a shorter timeout would cut healthy waits."""
 
 
 class GceTemporaryError(TemporaryProviderError):
@@ -110,14 +111,21 @@ class Compute:
         self._executor = ThreadPoolExecutor(threads, thread_name_prefix="gcp-api")
         self._operation_timeout = settings.operation_timeout
 
-    async def call(self, method: str, fn: Callable[..., T], zone: str = "", **request: Any) -> T:
+    async def call(
+        self,
+        method: str,
+        fn: Callable[..., T],
+        zone: str = "",
+        http_timeout: float = CALL_TIMEOUT,
+        **request: Any,
+    ) -> T:
         """`fn(**request)` in a worker thread; failures raised as the taxonomy."""
         API_CALLS.labels(method).inc()
         start = time.perf_counter()
         loop = asyncio.get_running_loop()
         try:
             result = await loop.run_in_executor(
-                self._executor, lambda: fn(timeout=CALL_TIMEOUT, **request)
+                self._executor, lambda: fn(timeout=http_timeout, **request)
             )
         except Exception as exc:
             API_CALL_SECONDS.labels(method, "error").observe(time.perf_counter() - start)
@@ -161,20 +169,23 @@ class Compute:
             if zone:
                 req = compute_v1.WaitZoneOperationRequest(project=p, zone=zone, operation=op.name)
                 op = await self.call(
-                    "zoneOperations.wait", self.zone_operations.wait, zone, request=req
-                )
+                    "zoneOperations.wait", self.zone_operations.wait, zone, WAIT_TIMEOUT,
+                    request=req,
+                )  # fmt: skip
             elif region:
                 rreq = compute_v1.WaitRegionOperationRequest(
                     project=p, region=region, operation=op.name
                 )
                 op = await self.call(
-                    "regionOperations.wait", self.region_operations.wait, request=rreq
-                )
+                    "regionOperations.wait", self.region_operations.wait, "", WAIT_TIMEOUT,
+                    request=rreq,
+                )  # fmt: skip
             else:
                 greq = compute_v1.WaitGlobalOperationRequest(project=p, operation=op.name)
                 op = await self.call(
-                    "globalOperations.wait", self.global_operations.wait, request=greq
-                )
+                    "globalOperations.wait", self.global_operations.wait, "", WAIT_TIMEOUT,
+                    request=greq,
+                )  # fmt: skip
         if op.error and op.error.errors:
             failure = ApiFailure(
                 status=op.http_error_status_code or None,
