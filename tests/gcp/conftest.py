@@ -1,41 +1,47 @@
 """The fake GCE endpoint (tests/gcp/fake_gce) as a fixture, and the loopback HTTPS target
-its booted Squids are tested against."""
+its booted Squids are tested against (`target`, as in tests/health)."""
 
 from __future__ import annotations
 
 import re
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.gcp.fake_gce import FakeGce, Settings
 
-PROCESS_FIXTURES = {"fake_gce", "gce_target"}
-
-
-@pytest.hookimpl(trylast=True)
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """The fake boots Squids: a test using it is `process`, not `pure` (tests/conftest.py
-    marks by fixture names it knows; this runs after it)."""
-    for item in items:
-        if not PROCESS_FIXTURES & set(getattr(item, "fixturenames", ())):
-            continue
-        if any(m.name == "pure" for m in item.own_markers):
-            item.own_markers[:] = [m for m in item.own_markers if m.name != "pure"]
-            item.add_marker("process")
-
 
 @pytest.fixture
-def fake_gce() -> Iterator[FakeGce]:
-    """A fresh fake per test; teardown stops every Squid it booted."""
+def fake_gce(target: Target) -> Iterator[FakeGce]:
+    """A fresh fake per test; teardown stops every Squid it booted. It asks for `target`
+    (what its Squids proxy to) and so tests/conftest.py marks its tests `process`."""
     fake = FakeGce(settings=Settings()).start()
     try:
         yield fake
     finally:
         fake.close()
+
+
+@pytest.fixture
+def fake_gce_factory(target: Target) -> Iterator[Callable[..., FakeGce]]:
+    """Started fakes with other projects, zones or settings (`FakeGce(**kwargs)`); all are
+    closed at teardown."""
+    made: list[FakeGce] = []
+
+    def make(**kwargs: Any) -> FakeGce:
+        fake = FakeGce(**kwargs).start()
+        made.append(fake)
+        return fake
+
+    try:
+        yield make
+    finally:
+        for fake in made:
+            fake.close()
 
 
 @dataclass(frozen=True)
@@ -46,7 +52,7 @@ class Target:
 
 
 @pytest.fixture(scope="session")
-def gce_target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
+def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
     """The dev stack's HTTPS target on 127.0.0.1 (its real CLI, as tests/health runs it)."""
     directory: Path = tmp_path_factory.mktemp("gce-target")
     proc = subprocess.Popen(

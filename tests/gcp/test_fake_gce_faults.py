@@ -83,6 +83,8 @@ def test_zone_exhaustion_ends_the_operation_with_its_code_in_that_zone_only(
     assert error.code == code
     assert f"zones/{ZONE}' does not have enough resources" in error.message
     assert op.http_error_status_code == 503
+    assert error.error_details[1].error_info.reason == "resource_availability"
+    assert error.error_details[1].error_info.metadatas["zone"] == ZONE
     assert fake_gce.instances() == []  # a failed insert leaves no instance, no disk
     assert fake_gce.disks() == []
     # Another zone has room.

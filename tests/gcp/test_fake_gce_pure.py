@@ -141,6 +141,12 @@ def test_google_wording() -> None:
     code, [error] = operation_error(quota, "proj", "zones/europe-west1-b")
     assert code == 403
     assert error["message"] == "Quota 'CPUS' exceeded.  Limit: 24.0 in region europe-west1."
+    everywhere = plan.add(
+        "instances.insert", "QUOTA_EXCEEDED", 1, None, {"quota": "CPUS_ALL_REGIONS"}
+    )
+    assert operation_error(everywhere, "proj", "zones/z-a")[1][0]["message"].endswith(
+        "Limit: 24.0 globally."
+    )
     zone = plan.add("instances.insert", "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS", 1, None, {})
     code, [error] = operation_error(zone, "proj", "zones/europe-west1-b")
     assert code == 503

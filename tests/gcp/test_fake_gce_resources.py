@@ -4,6 +4,7 @@ error bodies, and preemption, through the real clients."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 
 import pytest
 from google.api_core import exceptions as gexc
@@ -242,3 +243,14 @@ def test_preempting_a_stop_action_spot_vm_leaves_it_terminated(fake_gce: FakeGce
     got = c.instances.get(project=fake_gce.project, zone=ZONE, instance="pf-stop")
     assert got.status == "TERMINATED"
     assert not got.network_interfaces[0].access_configs[0].nat_i_p
+
+
+def test_a_fake_of_other_zones_knows_only_those(fake_gce_factory: Callable[..., FakeGce]) -> None:
+    fake = fake_gce_factory(project="pf-eu", zones=["europe-west4-a", "europe-west4-b"])
+    c = clients(fake)
+    scopes = [scope for scope, _ in c.instances.aggregated_list(request={"project": "pf-eu"})]
+    assert sorted(scopes) == ["zones/europe-west4-a", "zones/europe-west4-b"]
+    with pytest.raises(gexc.BadRequest, match="Unknown zone"):
+        insert(c, fake, instance("pf-x"))  # us-central1-a
+    with pytest.raises(gexc.NotFound, match="projects/pf-fake-project"):
+        c.instances.list(project="pf-fake-project", zone="europe-west4-a")

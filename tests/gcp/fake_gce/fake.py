@@ -108,7 +108,19 @@ class FakeGce:
 
     def squids(self) -> dict[str, int]:
         """`zone-name` → pid of each Squid still running."""
-        return self.booter.running()
+        return {key.split("#")[0]: pid for key, pid in self.booter.running().items()}
+
+    def leftovers(self) -> dict[str, list[str]]:
+        """What is still there, by kind (instances, disks, addresses, firewalls, squids),
+        kinds with nothing omitted: `{}` after a clean run."""
+        found = {
+            "instances": [f"{i['zone']}/{i['name']}" for i in self.instances()],
+            "disks": [d["name"] for d in self.disks()],
+            "addresses": [a["name"] for a in self.addresses()],
+            "firewalls": [f["name"] for f in self.firewalls()],
+            "squids": sorted(self.squids()),
+        }
+        return {kind: names for kind, names in found.items() if names}
 
     # ---- what a test does -------------------------------------------------------------
 
@@ -130,8 +142,9 @@ class FakeGce:
         with self.state.lock:
             self.state.faults.clear()
 
-    def preempt(self, name: str) -> None:
-        self._instances.preempt(name)
+    def preempt(self, name: str, zone: str | None = None) -> None:
+        """Google reclaims the spot VM `name` (in `zone`, if two zones have one)."""
+        self._instances.preempt(name, zone)
 
     def add_image(self, project: str, name: str, family: str | None = None) -> dict[str, Any]:
         return add_image(self.state, project, name, family)

@@ -28,7 +28,7 @@ UNREACHABLE_IP = "127.255.255.254"
 
 
 class Booter(Protocol):
-    def boot(self, key: str, user_data: str) -> Any: ...
+    def boot(self, key: str, user_data: str, delay: float) -> Any: ...
     def stop(self, key: str) -> None: ...
 
 
@@ -142,16 +142,18 @@ class Instances:
             out["nextPageToken"] = token
         return out
 
-    def preempt(self, name: str) -> None:
+    def preempt(self, name: str, zone: str | None = None) -> None:
         """What Google does to a spot VM it reclaims: its termination action, DELETE (the
         instance is gone) or STOP (TERMINATED, ephemeral IP released)."""
         s = self.s
         with s.lock:
-            keys = [k for k in s.instances if k[1] == name]
+            keys = [k for k in s.instances if k[1] == name and zone in (None, k[0])]
             if not keys:
                 raise KeyError(f"no instance named {name!r}")
             key = keys[0]
             record = s.instances[key]
+            if record.body["status"] != "RUNNING":
+                raise ValueError(f"instance {name!r} is {record.body['status']}, not RUNNING")
             scheduling = record.body.get("scheduling", {})
             if scheduling.get("provisioningModel") != "SPOT" and not scheduling.get("preemptible"):
                 raise ValueError(f"instance {name!r} is not a spot (or preemptible) VM")
@@ -162,7 +164,7 @@ class Instances:
                 record.body["selfLink"],
                 record.body["id"],
             )
-        self.booter.stop(f"{key[0]}-{name}")
+        self.booter.stop(_boot_key(record))
         with s.lock:
             if action == "DELETE":
                 self._forget(key)
@@ -185,13 +187,16 @@ class Instances:
             error = "no user-data in the metadata"
         else:
             try:
-                address = self.booter.boot(f"{key[0]}-{key[1]}", user_data).address
+                booted = self.booter.boot(
+                    _boot_key(record), user_data, self.s.settings.guest_boot_s
+                )
+                address = booted.address
             except Exception as exc:  # the VM runs; only its proxy is missing
                 error = str(exc)
                 log.warning("fake GCE: %s did not boot a proxy: %s", key[1], error)
         with self.s.lock:
             if self.s.instances.get(key) is not record:
-                self.booter.stop(f"{key[0]}-{key[1]}")  # deleted while booting
+                self.booter.stop(_boot_key(record))  # deleted while booting
                 return
             record.boot_error = error
             record.booted = error is None
@@ -202,9 +207,13 @@ class Instances:
                     access["natIP"] = address
 
     def _delete(self, key: tuple[str, str]) -> None:
-        self.booter.stop(f"{key[0]}-{key[1]}")
         with self.s.lock:
-            self._forget(key)
+            record = self.s.instances.get(key)
+        if record is not None:
+            self.booter.stop(_boot_key(record))
+        with self.s.lock:
+            if self.s.instances.get(key) is record:
+                self._forget(key)
 
     def _forget(self, key: tuple[str, str]) -> None:
         """The instance is gone: auto-delete disks go with it, the others are detached."""
@@ -220,3 +229,10 @@ class Instances:
                 del self.s.disks[disk_key]
             else:
                 disk["users"] = [u for u in disk.get("users", []) if u != record.body["selfLink"]]
+
+
+def _boot_key(record: Instance) -> str:
+    """`zone-name#id`: a VM re-created under the same name never shares its predecessor's
+    Squid (a late stop of the old one must not reach the new one)."""
+    zone = record.body["zone"].rsplit("/", 1)[-1]
+    return f"{zone}-{record.body['name']}#{record.body['id']}"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import itertools
+import logging
 import os
 import pwd
 import random
@@ -22,6 +23,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .cloud_config import CloudConfigError, plan_boot
+
+log = logging.getLogger(__name__)
 
 SQUID_CANDIDATES = ("/usr/sbin/squid", "/usr/local/sbin/squid")
 
@@ -40,7 +43,9 @@ class Booted:
     address: str
     port: int
     directory: Path
-    proc: subprocess.Popen[bytes]
+    argv: list[str]
+    proc: subprocess.Popen[bytes] | None = None
+    timer: threading.Timer | None = None
 
 
 class SquidBooter:
@@ -60,19 +65,17 @@ class SquidBooter:
         self._addresses = _addresses(random.randrange(1, 255))
         self._serial = itertools.count(1)
 
-    def boot(self, key: str, user_data: str) -> Booted:
+    def boot(self, key: str, user_data: str, delay: float = 0.0) -> Booted:
+        """Squid listening on the instance's address; with `delay`, the address at once and
+        Squid that much later (a guest still running cloud-init), errors only logged."""
         if self.squid is None:
             raise BootError("squid is not installed: the fake cannot boot proxies")
-        directory = self.root / f"{key}-{next(self._serial)}"
+        directory = self.root / f"{key.split('#', maxsplit=1)[0]}-{next(self._serial)}"
         directory.mkdir(mode=0o755)
         try:
-            plan = plan_boot(
-                user_data,
-                str(directory),
-                "0.0.0.0",  # placeholder until the port is known
-                allow_local_destinations=self.allow_local_destinations,
-            )
-            address = self._allocate(plan.port)
+            # Planned twice: the address is chosen by the port the config asks for.
+            port = plan_boot(user_data, str(directory), "0.0.0.0").port
+            address = self._allocate(port)
             plan = plan_boot(
                 user_data,
                 str(directory),
@@ -87,20 +90,17 @@ class SquidBooter:
             (directory / name).chmod(f.permissions)
         (directory / "squid.conf").write_text(plan.squid_conf)
         _hand_to_proxy_user(directory)
-        argv = [
-            self.squid,
-            "-N",
-            "-f",
-            str(directory / "squid.conf"),
-            "-n",
-            f"pfgce{os.getpid()}x{directory.name.rsplit('-', 1)[-1]}",
-        ]
-        with open(directory / "squid.out", "ab") as log:
-            proc = subprocess.Popen(argv, stdout=log, stderr=log, cwd=directory)
-        booted = Booted(address, plan.port, directory, proc)
+        service = f"pfgce{os.getpid()}x{directory.name.rsplit('-', 1)[-1]}"
+        argv = [self.squid, "-N", "-f", str(directory / "squid.conf"), "-n", service]
+        booted = Booted(address, plan.port, directory, argv)
         with self._lock:
             self._booted[key] = booted
-        self._wait_listening(booted)
+        if delay > 0:
+            booted.timer = threading.Timer(delay, self._start_logged, (key, booted))
+            booted.timer.daemon = True
+            booted.timer.start()
+            return booted
+        self._start(key, booted)
         return booted
 
     def stop(self, key: str) -> None:
@@ -110,17 +110,24 @@ class SquidBooter:
                 self._taken.discard(booted.address)
         if booted is None:
             return
+        if booted.timer is not None:
+            booted.timer.cancel()
         # Gone at once, like a VM switched off: a graceful Squid stop takes seconds.
-        if booted.proc.poll() is None:
-            booted.proc.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            booted.proc.wait(5)
+        if booted.proc is not None:
+            if booted.proc.poll() is None:
+                booted.proc.kill()
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                booted.proc.wait(5)
         shutil.rmtree(booted.directory, ignore_errors=True)
 
     def running(self) -> dict[str, int]:
         """Instance key → pid of each Squid still running."""
         with self._lock:
-            return {k: b.proc.pid for k, b in self._booted.items() if b.proc.poll() is None}
+            return {
+                k: b.proc.pid
+                for k, b in self._booted.items()
+                if b.proc is not None and b.proc.poll() is None
+            }
 
     def stop_all(self) -> None:
         with self._lock:
@@ -128,6 +135,22 @@ class SquidBooter:
         for key in keys:
             self.stop(key)
         shutil.rmtree(self.root, ignore_errors=True)
+
+    def _start(self, key: str, booted: Booted) -> None:
+        with self._lock:
+            if self._booted.get(key) is not booted:
+                return  # stopped before it started
+            with open(booted.directory / "squid.out", "ab") as log:
+                booted.proc = subprocess.Popen(
+                    booted.argv, stdout=log, stderr=log, cwd=booted.directory
+                )
+        self._wait_listening(key, booted)
+
+    def _start_logged(self, key: str, booted: Booted) -> None:
+        try:
+            self._start(key, booted)
+        except BootError as exc:
+            log.warning("fake GCE: %s did not boot a proxy: %s", key, exc)
 
     def _allocate(self, port: int) -> str:
         with self._lock:
@@ -138,25 +161,20 @@ class SquidBooter:
                 return address
         raise BootError("no free loopback address left")
 
-    def _wait_listening(self, booted: Booted) -> None:
+    def _wait_listening(self, key: str, booted: Booted) -> None:
+        assert booted.proc is not None
         deadline = time.monotonic() + self.boot_timeout
         while time.monotonic() < deadline:
             if booted.proc.poll() is not None:
-                log = _tail(booted.directory / "cache.log") or _tail(booted.directory / "squid.out")
-                self.stop_key_of(booted)
-                raise BootError(f"squid exited with {booted.proc.returncode}: {log}")
+                why = _tail(booted.directory / "cache.log") or _tail(booted.directory / "squid.out")
+                self.stop(key)
+                raise BootError(f"squid exited with {booted.proc.returncode}: {why}")
             with contextlib.suppress(OSError):
                 socket.create_connection((booted.address, booted.port), timeout=0.5).close()
                 return
             time.sleep(0.05)
-        self.stop_key_of(booted)
+        self.stop(key)
         raise BootError(f"squid did not listen on {booted.address}:{booted.port} in time")
-
-    def stop_key_of(self, booted: Booted) -> None:
-        with self._lock:
-            key = next((k for k, b in self._booted.items() if b is booted), None)
-        if key is not None:
-            self.stop(key)
 
 
 def _addresses(second: int) -> list[str]:

@@ -48,6 +48,9 @@ class Settings:
     """`operations.wait` answers by then even when not DONE (Google: about 2 minutes)."""
     boot: bool = True
     """Start a real Squid for each inserted instance (off: RUNNING with no proxy)."""
+    guest_boot_s: float = 0.0
+    """0: the insert's operation is DONE once Squid listens. More: DONE and RUNNING with its
+    natIP at once, Squid that much later, as a real VM still running cloud-init."""
 
 
 @dataclass
