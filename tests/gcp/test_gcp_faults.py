@@ -177,3 +177,11 @@ async def test_the_sweeper_reports_then_deletes_old_orphans(fake_gce: Any, make:
     assert [a["name"] for a in fake_gce.addresses()] == ["someone-elses"]
     assert fake_gce.firewalls() == []
     assert [d for d in fake_gce.disks() if d.get("labels", {}).get("proxyfleet-installation")] == []
+
+
+async def test_a_synchronous_quota_refusal_is_permanent_with_the_quotas_name(
+    fake_gce: Any, make: Make
+) -> None:
+    fake_gce.inject("instances.insert", "quotaExceeded", quota="IN_USE_ADDRESSES")
+    with pytest.raises(PermanentProviderError, match="quota IN_USE_ADDRESSES exceeded"):
+        await make().create(spec_for(new_proxy_id(), INSTALLATION))
