@@ -4,7 +4,7 @@ UV ?= $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 export UV_LINK_MODE ?= copy
 
 .PHONY: run test lint fmt setup uv-installed build-packages proxy-packages kvm-packages \
-	system-packages bench bench-packages clean test-integration-kvm test-fast asyncapi test-faults
+	system-packages bench bench-packages clean test-integration-kvm test-integration-gcp test-fast asyncapi test-faults
 
 # Debian packages, each installed once: apt runs only for those dpkg does not list as installed.
 BUILD_PACKAGES := libvirt-dev pkg-config
@@ -78,6 +78,9 @@ test-fast: setup ## Seconds: the pure tests and the Redis store tests (markers s
 
 test-integration-kvm: system-packages setup ## Opt-in: boot a real VM (image: PROXYFLEET_KVM_IMAGE) through the whole system
 	PROXYFLEET_INTEGRATION_KVM=1 $(UV) run --frozen pytest -s --timeout 3600 tests/kvm/integration
+
+test-integration-gcp: proxy-packages setup ## Opt-in: one spot e2-micro VM in PROXYFLEET_GCP_PROJECT through the whole system (costs < US$0.01)
+	PROXYFLEET_INTEGRATION_GCP=1 $(UV) run --frozen pytest -s --timeout 1800 tests/gcp/integration
 
 bench-packages: ## wrk, the C load generator the API benchmarks use
 	@if ! command -v wrk >/dev/null && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \

@@ -129,7 +129,9 @@ async def test_nats_outage_costs_nothing_and_the_outbox_drains_in_order(
         slowest = max(slowest, took)
         lease = r.json()
         r, took = await _timed(
-            api.client.post(f"/v1/leases/{lease['lease_id']}/release", json={"epoch": lease["epoch"]})
+            api.client.post(
+                f"/v1/leases/{lease['lease_id']}/release", json={"epoch": lease["epoch"]}
+            )
         )
         statuses.append(r.status_code)
         slowest = max(slowest, took)

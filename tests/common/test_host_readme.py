@@ -13,11 +13,12 @@ from proxyfleet.common.host.command import all_options
 from proxyfleet.common.host.docs import BEGIN, END, settings_tables
 from proxyfleet.gc.main import SERVICE as GC
 from proxyfleet.health.main import SERVICE as HEALTH
+from proxyfleet.provisioner_gcp.main import SERVICE as GCP
 from proxyfleet.provisioner_kvm.main import SERVICE as KVM
 from proxyfleet.provisioner_local.main import SERVICE as LOCAL
 
 README = Path(__file__).resolve().parents[2] / "README.md"
-SERVICES: list[Service[Any]] = [API, LOCAL, KVM, HEALTH, GC]
+SERVICES: list[Service[Any]] = [API, LOCAL, KVM, GCP, HEALTH, GC]
 
 
 def current_block(text: str) -> str:
@@ -53,6 +54,9 @@ def test_every_env_name_the_readme_documented_before_is_still_read() -> None:
         "provisioner-kvm": "PROXYFLEET_PROVIDER PROXYFLEET_METRICS_PORT "
         "PROXYFLEET_RECONCILE_INTERVAL PROXYFLEET_STALE_AFTER PROXYFLEET_ACK_WAIT "
         "PROXYFLEET_CONCURRENCY PROXYFLEET_LIBVIRT_TRACE",
+        "provisioner-gcp": "PROXYFLEET_PROVIDER PROXYFLEET_METRICS_PORT "
+        "PROXYFLEET_RECONCILE_INTERVAL PROXYFLEET_STALE_AFTER PROXYFLEET_ACK_WAIT "
+        "PROXYFLEET_CONCURRENCY",
     }
     for service in SERVICES:
         read = {env for spec in all_options(service) for env in spec.envvars}

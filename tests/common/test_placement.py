@@ -77,7 +77,7 @@ def test_kvm_refuses_naming_the_key(placement: dict[str, str], named: str) -> No
 
 
 def test_a_type_without_a_validator_takes_no_placement() -> None:
-    assert isinstance(validator_for("gcp"), NoPlacement)
+    assert isinstance(validator_for("kubernetes"), NoPlacement)
 
 
 class _ZoneOnly:

@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from proxyfleet.common.errors import InvalidInput
+from proxyfleet.common.gcp_config import GcpPlacementValidator
 from proxyfleet.common.kvm_placement import KvmPlacementValidator
 from proxyfleet.common.providers_config import ProviderConfig
 
@@ -41,6 +42,7 @@ NO_PLACEMENT = NoPlacement()
 _VALIDATORS: dict[str, PlacementValidator] = {
     "local": NO_PLACEMENT,
     "kvm": KvmPlacementValidator(),
+    "gcp": GcpPlacementValidator(),
 }
 
 

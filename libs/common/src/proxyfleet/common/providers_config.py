@@ -15,6 +15,8 @@ import yaml
 
 from proxyfleet.common import strict_yaml
 from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.gcp_config import GcpSettings, check_gcp
+from proxyfleet.common.squid import check_source_ranges
 
 Name = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,30}$")]
 Zone = Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")]
@@ -43,6 +45,8 @@ class LocalSettings(_Strict):
     """auto: Squid when installed, else proxy.py."""
     connect_ports: list[Port] = msgspec.field(default_factory=lambda: [443])
     """Destination ports CONNECT may reach (add the dev HTTPS target's port)."""
+    source_ranges: list[str] = msgspec.field(default_factory=list)
+    """Client networks (CIDR) Squid accepts; empty: any (proxy.py does not enforce it)."""
 
 
 Firmware = Literal["uefi", "bios"]
@@ -109,6 +113,8 @@ class KvmSettings(_Strict, kw_only=True):
     deny_private_destinations: bool = True
     """Squid in the VMs refuses private destinations (RFC 1918, CGNAT, ULA): the LAN behind
     the hypervisors. Turn off only in a lab whose test target lives on such a network."""
+    source_ranges: list[str] = msgspec.field(default_factory=list)
+    """Client networks (CIDR) Squid in the VMs accepts; empty: any."""
     image_cache_dir: str = ".cache/proxyfleet-images"
     """Where downloaded images are kept on the provisioner before upload."""
     address_timeout: Seconds = 300.0
@@ -128,6 +134,7 @@ class ProviderConfig(_Strict):
     create past it is refused (409). None: no limit."""
     local: LocalSettings | None = None
     kvm: KvmSettings | None = None
+    gcp: GcpSettings | None = None
 
 
 class ProvidersConfig(_Strict):
@@ -140,7 +147,7 @@ class ProvidersConfig(_Strict):
         raise KeyError(name)
 
 
-_TYPE_SECTION = {"local": "local", "kvm": "kvm"}
+_TYPE_SECTION = {"local": "local", "kvm": "kvm", "gcp": "gcp"}
 _LOC = re.compile(r" - at `\$(?P<loc>[^`]*)`$")
 
 
@@ -201,6 +208,13 @@ def _check_semantics(cfg: ProvidersConfig, path: str) -> None:
             _check_local(p.local, f"{where}.local")
         if p.kvm is not None:
             _check_kvm(p.kvm, p.zones, f"{where}.kvm")
+        if p.gcp is not None:
+            check_gcp(p.gcp, p.zones, f"{where}.gcp")
+        for key, ranges in (("local", p.local), ("kvm", p.kvm)):
+            try:
+                check_source_ranges(ranges.source_ranges if ranges else [])
+            except ValueError as exc:
+                raise ConfigError(f"{where}.{key}.source_ranges: {exc}") from None
 
 
 def _ipv4(value: str, where: str) -> ipaddress.IPv4Address:

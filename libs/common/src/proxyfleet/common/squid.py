@@ -11,6 +11,7 @@ cloud metadata service or private networks.
 
 from __future__ import annotations
 
+import ipaddress
 from dataclasses import dataclass, field
 
 import bcrypt
@@ -59,6 +60,10 @@ class SquidOptions:
     The local provider turns it off: its proxies and their dev target share 127.0.0.1."""
     deny_private_destinations: bool = True
     """Refuse RFC 1918, CGNAT and IPv6 ULA networks (the VPC or LAN behind the proxy)."""
+    source_ranges: list[str] = field(default_factory=list)
+    """Client networks (CIDR) allowed to use the proxy; empty: any client. Every provider
+    passes its `source_ranges` setting, so Squid enforces it even where a firewall does
+    too (defence in depth)."""
     visible_hostname: str = "proxyfleet"
     """Name Squid shows in its error pages (it refuses to start without one it can find)."""
     realm: str = "proxyfleet"
@@ -106,8 +111,15 @@ def render_squid_conf(opts: SquidOptions) -> str:
         lines.append(f"acl local_destinations dst {' '.join(LOCAL_DESTINATIONS)}")
     if opts.deny_private_destinations:
         lines.append(f"acl private_destinations dst {' '.join(PRIVATE_DESTINATIONS)}")
+    if opts.source_ranges:
+        lines.append(f"acl allowed_clients src {' '.join(check_source_ranges(opts.source_ranges))}")
+    lines.append("")
+    if opts.source_ranges:
+        lines += [
+            "# Clients outside the allowed ranges are refused before auth.",
+            "http_access deny !allowed_clients",
+        ]
     lines += [
-        "",
         "# Unauthenticated clients get 407 whatever they ask for.",
         "http_access deny !authenticated",
         "http_access deny CONNECT !connect_ports",
@@ -119,6 +131,18 @@ def render_squid_conf(opts: SquidOptions) -> str:
         lines.append("http_access deny private_destinations")
     lines += ["http_access allow authenticated", "http_access deny all", ""]
     return "\n".join(lines)
+
+
+def check_source_ranges(ranges: list[str]) -> list[str]:
+    """`ranges` as normalised CIDRs ("10.0.0.1" becomes "10.0.0.1/32"); ValueError names
+    the first that is not one."""
+    out = []
+    for value in ranges:
+        try:
+            out.append(str(ipaddress.ip_network(value, strict=False)))
+        except ValueError:
+            raise ValueError(f"{value!r}: expected an IP network like 203.0.113.0/24") from None
+    return out
 
 
 def htpasswd_line(username: str, password: str) -> str:

@@ -15,6 +15,11 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from proxyfleet.common.clock import Clock, SystemClock
+from proxyfleet.common.cloud_init import (
+    CloudInitSpec,
+    render_meta_data,
+    render_user_data,
+)
 from proxyfleet.common.errors import (
     PermanentProviderError,
     ProviderError,
@@ -28,11 +33,6 @@ from proxyfleet.provisioner_kvm.domains import Domains
 from proxyfleet.provisioner_kvm.host import Connector, HostSession, SshConnector
 from proxyfleet.provisioner_kvm.image_store import ImageStore
 from proxyfleet.provisioner_kvm.libvirt_calls import silence_libvirt_stderr
-from proxyfleet.provisioner_kvm.pure.cloud_init import (
-    CloudInitSpec,
-    render_meta_data,
-    render_user_data,
-)
 from proxyfleet.provisioner_kvm.pure.domain_xml import DomainSpec, Rebuild, render_domain_xml
 from proxyfleet.provisioner_kvm.pure.names import (
     base_volume_name,
@@ -195,6 +195,7 @@ class KvmProvider:
                     proxy_port=s.proxy_port,
                     connect_ports=list(s.connect_ports),
                     deny_private_destinations=s.deny_private_destinations,
+                    source_ranges=list(s.source_ranges),
                 )
             ),
             render_meta_data(spec.proxy_id, domain_name(spec.proxy_id)),

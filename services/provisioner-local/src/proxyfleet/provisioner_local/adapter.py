@@ -43,6 +43,7 @@ def local_options(
         port_range=(settings.port_range[0], settings.port_range[1]),
         engine=settings.engine,
         connect_ports=list(settings.connect_ports),
+        source_ranges=list(settings.source_ranges),
         start_timeout=start_timeout,
         stop_grace=stop_grace,
     )

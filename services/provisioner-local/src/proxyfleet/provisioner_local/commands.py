@@ -21,7 +21,13 @@ class ProxyPyArgs(msgspec.Struct, kw_only=True, frozen=True):
     basic_auth: str
 
 
-def squid_conf(folder: ProxyFolder, bind_host: str, port: int, connect_ports: list[int]) -> str:
+def squid_conf(
+    folder: ProxyFolder,
+    bind_host: str,
+    port: int,
+    connect_ports: list[int],
+    source_ranges: list[str] | None = None,
+) -> str:
     """The shared Squid config, without the destination rules: a local proxy and the dev
     target it is probed against share 127.0.0.1."""
     return render_squid_conf(
@@ -35,6 +41,7 @@ def squid_conf(folder: ProxyFolder, bind_host: str, port: int, connect_ports: li
             connect_ports=connect_ports,
             deny_local_destinations=False,
             deny_private_destinations=False,
+            source_ranges=list(source_ranges or []),
         )
     )
 

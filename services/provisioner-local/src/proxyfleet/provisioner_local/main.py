@@ -9,6 +9,7 @@ from proxyfleet.common.host.spec import Run
 from proxyfleet.common.providers_config import ProviderConfig
 from proxyfleet.common.runner import provisioner_service
 from proxyfleet.common.settings import CommonSettings
+from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.provisioner_local.adapter import LocalProvider, local_options
 from proxyfleet.provisioner_local.settings import LocalProvisionerSettings
 from proxyfleet.provisioner_local.supervisor import Supervisor
@@ -21,7 +22,9 @@ def make_provider(
     return LocalProvider(local_options(entry.local, common.installation_id))
 
 
-def supervisor(provider: LocalProvider, ctx: Context[LocalProvisionerSettings]) -> dict[str, Run]:
+def supervisor(
+    provider: LocalProvider, _: ProxyRegistry, ctx: Context[LocalProvisionerSettings]
+) -> dict[str, Run]:
     s = ctx.settings
     if s.supervise_interval <= 0:
         return {}

@@ -58,6 +58,8 @@ class LocalOptions:
     engine: str = "auto"
     """auto, squid or proxy.py (see commands.resolve_engine)."""
     connect_ports: list[int] = field(default_factory=lambda: [443])
+    source_ranges: list[str] = field(default_factory=list)
+    """Client networks Squid accepts (empty: any)."""
     start_timeout: float = 10.0
     """Seconds a new proxy process has to accept TCP connections."""
     stop_grace: float = 5.0
@@ -255,7 +257,9 @@ class LocalProxies:
         mode = 0o640 if self._owner else 0o600
         line = htpasswd_line(spec.username, spec.password)
         write_file(folder.htpasswd, line.encode(), mode, group)
-        conf = commands.squid_conf(folder, self._opts.bind_host, port, self._opts.connect_ports)
+        conf = commands.squid_conf(
+            folder, self._opts.bind_host, port, self._opts.connect_ports, self._opts.source_ranges
+        )
         write_file(folder.squid_conf, conf.encode(), mode, group)
         folder.squid_pid.unlink(missing_ok=True)  # a stale one stops Squid from starting
         return commands.squid_argv(self._squid, folder)

@@ -100,14 +100,14 @@ def provisioner_service(
     make_provider: Callable[[ProviderConfig, CommonSettings, R], P],
     settings: type[R] = RunnerSettings,  # type: ignore[assignment]
     adjust: Callable[[ProviderConfig, R], R] | None = None,
-    components: Callable[[P, Context[R]], dict[str, Run]] | None = None,
+    components: Callable[[P, ProxyRegistry, Context[R]], dict[str, Run]] | None = None,
 ) -> Service[R]:
     """The provisioner `proxyfleet-provisioner-<provider_type>` for the service host; its
     proxies are `what` ("local processes"). `make_provider` builds the adapter from the
     provider's config entry (inside the event loop); `adjust` may change the runner
     settings from that entry before anything connects (raising ConfigError refuses);
     `components` adds the adapter's own components beside the runner (the local
-    provider's supervisor)."""
+    provider's supervisor, GCP's spot preemption watcher)."""
 
     def configure(common: CommonSettings, runner: R, providers: ProvidersConfig) -> R:
         entry = load_provider(common.providers_config, runner.provider, provider_type)
@@ -116,15 +116,16 @@ def provisioner_service(
 
     async def build(ctx: Context[R]) -> Parts:
         provider = make_provider(ctx.providers.get(ctx.settings.provider), ctx.common, ctx.settings)
+        registry = ProxyRegistry(ctx.redis, ctx.clock, namespace=ctx.common.namespace)
         runner = ProvisionerRunner(
             nc=ctx.nats,
-            registry=ProxyRegistry(ctx.redis, ctx.clock, namespace=ctx.common.namespace),
+            registry=registry,
             provider=provider,
             settings=ctx.settings,
             installation_id=ctx.common.installation_id,
             clock=ctx.clock,
         )
-        extra = components(provider, ctx) if components else {}
+        extra = components(provider, registry, ctx) if components else {}
         return Parts(
             components={"runner": runner.run, **extra},
             ready={"runner": runner.ready, "outbox": outbox_check(runner.relay)},

@@ -6,12 +6,12 @@ import bcrypt
 import pytest
 import yaml
 
-from proxyfleet.common.squid import SquidOptions, render_squid_conf
-from proxyfleet.provisioner_kvm.pure.cloud_init import (
+from proxyfleet.common.cloud_init import (
     CloudInitSpec,
     render_meta_data,
     render_user_data,
 )
+from proxyfleet.common.squid import SquidOptions, render_squid_conf
 
 PASSWORD = "s3cret-Pa55word-that-is-long"
 
@@ -115,3 +115,16 @@ def test_meta_data() -> None:
         "instance-id": "p1",
         "local-hostname": "pf-p1",
     }
+
+
+def test_a_cloud_image_variant_refreshes_packages_and_starts_no_agent() -> None:
+    doc = _user_data(_spec(guest_agent=None, package_update=True))
+    assert doc["packages"] == ["squid"]
+    assert doc["package_update"] is True
+    assert doc["runcmd"] == [["systemctl", "restart", "squid"]]
+
+
+def test_source_ranges_reach_the_squid_conf() -> None:
+    conf = _file(_user_data(_spec(source_ranges=["203.0.113.0/24"])), "/etc/squid/squid.conf")
+    assert "acl allowed_clients src 203.0.113.0/24" in conf["content"]
+    assert "http_access deny !allowed_clients" in conf["content"]

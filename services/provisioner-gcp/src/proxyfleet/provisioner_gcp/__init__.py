@@ -1,0 +1,1 @@
+"""proxyfleet-provisioner-gcp: proxies as GCE VMs (see docs/gcp-provider.md)."""

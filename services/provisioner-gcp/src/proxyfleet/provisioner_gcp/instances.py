@@ -1,0 +1,244 @@
+"""Instances, the firewall rule and the boot image: the Compute steps the adapter composes.
+
+Each step is idempotent: inserts carry a requestId derived from the proxy id (and zone),
+a name that exists already is adopted, a delete of what is gone succeeds.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import Any
+
+from google.cloud import compute_v1
+
+from proxyfleet.common.clock import Clock
+from proxyfleet.common.gcp_config import GcpSettings
+from proxyfleet.common.logging import get_logger
+from proxyfleet.provisioner_gcp.calls import Compute, GcePermanentError, is_not_found
+from proxyfleet.provisioner_gcp.pure import names
+from proxyfleet.provisioner_gcp.pure.plans import FirewallRule, firewall_changes
+
+log = get_logger("proxyfleet.gcp")
+IMAGE_CACHE_SECONDS = 600.0
+"""A family's newest image is asked for at most this often (every create would add a call)."""
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceView:
+    """What the adapter reads back from one instance (never its metadata values in logs)."""
+
+    name: str
+    gce_zone: str
+    status: str
+    nat_ip: str
+    labels: dict[str, str]
+    metadata: list[tuple[str, str]]
+
+    @property
+    def proxy_id(self) -> str:
+        return self.labels.get(names.LABEL_PROXY, "")
+
+
+def view(instance: compute_v1.Instance) -> InstanceView:
+    nat = ""
+    for nic in instance.network_interfaces:
+        for ac in nic.access_configs:
+            nat = nat or ac.nat_i_p
+    return InstanceView(
+        name=instance.name,
+        gce_zone=names.last_segment(instance.zone),
+        status=instance.status,
+        nat_ip=nat,
+        labels=dict(instance.labels),
+        metadata=[(i.key, i.value) for i in instance.metadata.items],
+    )
+
+
+class Instances:
+    def __init__(self, compute: Compute) -> None:
+        self._c = compute
+
+    async def find(self, filter_: str) -> list[InstanceView]:
+        """Instances matching `filter_` in every zone (aggregated list, all pages)."""
+        c = self._c
+
+        def listing(**kw: Any) -> list[compute_v1.Instance]:
+            found: list[compute_v1.Instance] = []
+            for _scope, scoped in c.instances.aggregated_list(**kw):
+                found.extend(scoped.instances)
+            return found
+
+        request = compute_v1.AggregatedListInstancesRequest(project=c.project, filter=filter_)
+        found = await c.call("instances.aggregatedList", listing, request=request)
+        return [view(i) for i in found]
+
+    async def get(self, gce_zone: str, name: str) -> InstanceView | None:
+        c = self._c
+        request = compute_v1.GetInstanceRequest(project=c.project, zone=gce_zone, instance=name)
+        try:
+            return view(await c.call("instances.get", c.instances.get, gce_zone, request=request))
+        except GcePermanentError as exc:
+            if is_not_found(exc):
+                return None
+            raise
+
+    async def insert(self, gce_zone: str, body: dict[str, Any], request_id: str) -> None:
+        c = self._c
+        request = compute_v1.InsertInstanceRequest(
+            project=c.project,
+            zone=gce_zone,
+            instance_resource=compute_v1.Instance(body),
+            request_id=request_id,
+        )
+        await c.mutate("instances.insert", c.instances.insert_unary, gce_zone, request=request)
+
+    async def delete(self, gce_zone: str, name: str, request_id: str) -> bool:
+        """Delete one instance; False when it was not there."""
+        c = self._c
+        request = compute_v1.DeleteInstanceRequest(
+            project=c.project, zone=gce_zone, instance=name, request_id=request_id
+        )
+        try:
+            await c.mutate("instances.delete", c.instances.delete_unary, gce_zone, request=request)
+        except GcePermanentError as exc:
+            if is_not_found(exc):
+                return False
+            raise
+        return True
+
+
+class Firewall:
+    """The one rule of this installation and provider, reconciled on its content."""
+
+    def __init__(self, compute: Compute, rule: FirewallRule, clock: Clock) -> None:
+        self._c = compute
+        self._clock = clock
+        self.rule = rule
+        self._checked = False
+        self._lock = asyncio.Lock()
+        self.last_used = float("-inf")
+        """Clock time of the last ensure: the sweeper leaves a rule in use alone."""
+
+    def forget(self) -> None:
+        """Check again on the next ensure (the sweeper deleted it, or an operator might have
+        changed it)."""
+        self._checked = False
+
+    async def ensure(self) -> None:
+        self.last_used = self._clock.now()
+        if self._checked:
+            return
+        async with self._lock:
+            if not self._checked:
+                await self._reconcile()
+                self._checked = True
+
+    async def _reconcile(self) -> None:
+        c, rule = self._c, self.rule
+        have = await self.current()
+        patch = firewall_changes(rule, have)
+        if patch is None:
+            return
+        if have is None:
+            await c.mutate(
+                "firewalls.insert",
+                c.firewalls.insert_unary,
+                request=compute_v1.InsertFirewallRequest(
+                    project=c.project,
+                    firewall_resource=compute_v1.Firewall(rule.body()),
+                    request_id=names.request_id(rule.name, "firewall-insert"),
+                ),
+            )
+            log.info("gcp.firewall_created", firewall=rule.name, port=rule.port)
+            return
+        if patch.pop("recreate", False):
+            await self.delete()
+            await self._reconcile()
+            return
+        # Patch ids differ per content, so a later correction is not taken for this one.
+        await c.mutate(
+            "firewalls.patch",
+            c.firewalls.patch_unary,
+            request=compute_v1.PatchFirewallRequest(
+                project=c.project,
+                firewall=rule.name,
+                firewall_resource=compute_v1.Firewall(patch),
+                request_id=names.request_id(
+                    rule.name, "firewall-patch", repr(sorted(patch.items()))
+                ),
+            ),
+        )
+        log.info("gcp.firewall_corrected", firewall=rule.name, fields=sorted(patch))
+
+    async def current(self) -> dict[str, Any] | None:
+        c = self._c
+        try:
+            fw = await c.call(
+                "firewalls.get",
+                c.firewalls.get,
+                request=compute_v1.GetFirewallRequest(project=c.project, firewall=self.rule.name),
+            )
+        except GcePermanentError as exc:
+            if is_not_found(exc):
+                return None
+            raise
+        return {
+            "allowed": [
+                {"I_p_protocol": a.I_p_protocol, "ports": list(a.ports)} for a in fw.allowed
+            ],
+            "source_ranges": list(fw.source_ranges),
+            "target_tags": list(fw.target_tags),
+            "source_tags": list(fw.source_tags),
+            "source_service_accounts": list(fw.source_service_accounts),
+            "direction": fw.direction or "INGRESS",
+            "disabled": bool(fw.disabled),
+            "network": fw.network,
+            "creation_timestamp": fw.creation_timestamp,
+        }
+
+    async def delete(self) -> None:
+        c = self._c
+        try:
+            await c.mutate(
+                "firewalls.delete",
+                c.firewalls.delete_unary,
+                request=compute_v1.DeleteFirewallRequest(
+                    project=c.project, firewall=self.rule.name
+                ),
+            )
+        except GcePermanentError as exc:
+            if not is_not_found(exc):
+                raise
+        self._checked = False
+
+
+class Images:
+    def __init__(self, compute: Compute, settings: GcpSettings, clock: Clock) -> None:
+        self._c = compute
+        self._s = settings
+        self._clock = clock
+        self._cached: tuple[str, float] | None = None
+        self._lock = asyncio.Lock()
+
+    async def source_image(self) -> str:
+        """The explicit image, or the family's newest (asked again every few minutes)."""
+        if self._s.image:
+            return self._s.image
+        async with self._lock:  # one lookup for a burst of creates
+            now = self._clock.now()
+            if self._cached and now - self._cached[1] < IMAGE_CACHE_SECONDS:
+                return self._cached[0]
+            self._cached = (await self._lookup(), now)
+            return self._cached[0]
+
+    async def _lookup(self) -> str:
+        s, c = self._s, self._c
+        image = await c.call(
+            "images.getFromFamily",
+            c.images.get_from_family,
+            request=compute_v1.GetFromFamilyImageRequest(
+                project=s.image_project, family=s.image_family
+            ),
+        )
+        return image.self_link or f"projects/{s.image_project}/global/images/{image.name}"

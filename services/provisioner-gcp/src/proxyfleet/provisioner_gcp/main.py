@@ -1,0 +1,45 @@
+"""proxyfleet-provisioner-gcp: the shared provisioner runner with the GCE adapter, and the
+watcher that fails proxies whose spot VM was preempted."""
+
+from __future__ import annotations
+
+import dataclasses
+
+from proxyfleet.common import host
+from proxyfleet.common.host import Context
+from proxyfleet.common.host.spec import Run
+from proxyfleet.common.providers_config import ProviderConfig
+from proxyfleet.common.runner import provisioner_service
+from proxyfleet.common.settings import CommonSettings
+from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.provisioner_gcp.adapter import GcpProvider
+from proxyfleet.provisioner_gcp.settings import GcpProvisionerSettings as Settings
+from proxyfleet.provisioner_gcp.watcher import PreemptionWatcher
+
+
+def make_provider(entry: ProviderConfig, common: CommonSettings, _: Settings) -> GcpProvider:
+    assert entry.gcp is not None  # the config check requires the section for its type
+    return GcpProvider(entry.gcp, common.installation_id, entry.name)
+
+
+def adjust(entry: ProviderConfig, settings: Settings) -> Settings:
+    """A create may wait up to operation_timeout: republishing its intent before then would
+    only start a second waiter."""
+    assert entry.gcp is not None
+    floor = entry.gcp.operation_timeout + settings.ack_wait
+    return dataclasses.replace(settings, stale_after=max(settings.stale_after, floor))
+
+
+def watcher(
+    provider: GcpProvider, registry: ProxyRegistry, ctx: Context[Settings]
+) -> dict[str, Run]:
+    s = ctx.settings
+    watch = PreemptionWatcher(provider, registry, s.provider, s.preemption_interval)
+    return {"watcher": watch.run}
+
+
+SERVICE = provisioner_service("gcp", "GCE VMs", make_provider, Settings, adjust, components=watcher)
+
+
+def main() -> None:
+    host.main(SERVICE)

@@ -1,0 +1,26 @@
+"""The GCP provisioner's settings: the runner's, with its own defaults."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.runner import RunnerSettings
+from proxyfleet.common.settings import option
+
+
+@dataclass(frozen=True, slots=True)
+class GcpProvisionerSettings(RunnerSettings):
+    ack_wait: float = option(60.0, env_aliases=("PROXYFLEET_ACK_WAIT",))
+    """Seconds JetStream waits for an ack before redelivering an intent to another replica
+    (a VM insert and its operation take tens of seconds)."""
+    concurrency: int = option(32, env_aliases=("PROXYFLEET_CONCURRENCY",))
+    """Intents one replica handles at once (Compute mutations are bounded apart, by the
+    config's max_operations_in_flight)."""
+    preemption_interval: float = 30.0
+    """Seconds between two checks for proxies whose VM Google preempted."""
+
+    def __post_init__(self) -> None:
+        RunnerSettings.__post_init__(self)
+        if self.preemption_interval <= 0:
+            raise ConfigError("--preemption-interval: expected a positive number of seconds")
