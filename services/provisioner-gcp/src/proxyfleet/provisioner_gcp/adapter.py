@@ -20,7 +20,7 @@ from proxyfleet.common.models import ManagedResource, Provisioned, ProxySpec
 from proxyfleet.provisioner_gcp.calls import Compute, GcePermanentError, GceTemporaryError
 from proxyfleet.provisioner_gcp.instances import Firewall, Images, Instances, InstanceView
 from proxyfleet.provisioner_gcp.metrics import ZONE_ERRORS
-from proxyfleet.provisioner_gcp.pure import names
+from proxyfleet.provisioner_gcp.pure import names, plans
 from proxyfleet.provisioner_gcp.pure.classify import Kind
 from proxyfleet.provisioner_gcp.pure.plans import (
     FirewallRule,
@@ -114,13 +114,7 @@ class GcpProvider:
         found = await self.instances()
         by_gce = {g: z for z, g in self._s.zones.items()}
         resources = [
-            ManagedResource(
-                resource_id=names.resource_id(i.gce_zone, i.name),
-                proxy_id=i.proxy_id,
-                installation_id=i.labels.get(names.LABEL_INSTALLATION, ""),
-                created_at=float(i.labels.get(names.LABEL_CREATED, "0") or 0),
-                zone=by_gce.get(i.gce_zone, ""),
-            )
+            _managed(i, by_gce.get(i.gce_zone, ""))
             for i in found
             if i.proxy_id and i.labels.get(names.LABEL_INSTALLATION) == self._installation
         ]
@@ -250,3 +244,21 @@ class GcpProvider:
                 raise TemporaryProviderError(f"instance {inst.name} disappeared while starting")
             inst = got
         raise TemporaryProviderError(f"instance {inst.name}: no external IP yet")
+
+
+def _managed(i: InstanceView, zone: str) -> ManagedResource:
+    """A listed instance with what rebuilds its proxy after a store reset: the address,
+    the port label and the credentials metadata (the user-data holds only a hash)."""
+    username, password = plans.credentials_of(i.metadata) or ("", "")
+    port = i.labels.get(names.LABEL_PORT, "")
+    return ManagedResource(
+        resource_id=names.resource_id(i.gce_zone, i.name),
+        proxy_id=i.proxy_id,
+        installation_id=i.labels.get(names.LABEL_INSTALLATION, ""),
+        created_at=float(i.labels.get(names.LABEL_CREATED, "0") or 0),
+        zone=zone,
+        host=i.nat_ip,
+        port=int(port) if port.isdigit() else 0,
+        username=username,
+        password=password,
+    )
