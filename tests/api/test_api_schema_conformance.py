@@ -40,7 +40,11 @@ def run_schemathesis(base_url: str, config: Path) -> subprocess.CompletedProcess
         *("--max-examples", str(FUZZ_EXAMPLES), "--seed", str(SEED)),
         *("--workers", "1", "--request-timeout", "10", "--continue-on-failure", "--no-color"),
     ]
-    return subprocess.run(argv, capture_output=True, text=True, timeout=300, check=False)
+    # From the config's folder: schemathesis keeps its crash cache (.schemathesis/) in the
+    # working directory, which must not be the checkout.
+    return subprocess.run(
+        argv, capture_output=True, text=True, timeout=300, check=False, cwd=config.parent
+    )
 
 
 async def test_every_operation_answers_as_documented(api: Api, tmp_path: Path) -> None:
