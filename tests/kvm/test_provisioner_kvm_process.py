@@ -130,7 +130,11 @@ async def test_the_service_creates_traces_and_never_logs_secrets(
         async def retried() -> bool:
             return b"no address from the guest agent" in log_path.read_bytes()
 
-        await wait_until(retried, 90, "the first create to end without an address")
+        try:
+            await wait_until(retried, 90, "the first create to end without an address")
+        except AssertionError:
+            print(log_path.read_text(errors="replace")[-6000:])  # what it did instead
+            raise
         async with httpx.AsyncClient() as client:
             metrics = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
         assert 'proxyfleet_kvm_image_cache_total{host="h1",result="miss"} 1.0' in metrics
