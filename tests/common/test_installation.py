@@ -5,14 +5,22 @@ from __future__ import annotations
 
 from typing import Any
 
+import pytest
 import redis.asyncio as aioredis
 from tests.common.factories import make_proxy, make_ready
 
 from proxyfleet.common.adoption import adopted_proxy
 from proxyfleet.common.clock import ManualClock
+from proxyfleet.common.errors import Unavailable
 from proxyfleet.common.messaging import event_decoder, intent_decoder
 from proxyfleet.common.models import CreateIntent, ManagedResource, Phase
-from proxyfleet.common.store import Installation, InstallationMarker, ProxyRegistry
+from proxyfleet.common.store import (
+    GrantRequest,
+    Installation,
+    InstallationMarker,
+    LeaseStore,
+    ProxyRegistry,
+)
 
 
 async def _outbox(redis_client: aioredis.Redis) -> list[dict[str, Any]]:
@@ -118,3 +126,23 @@ async def test_adopt_without_an_address_queues_a_create_for_the_runner(
         intent_decoder.decode(e["d"]) for e in await _outbox(redis_client) if ".intents." in e["s"]
     ]
     assert intents == [CreateIntent(proxy_id="p2")]
+
+
+async def test_an_adopted_proxy_is_not_granted_before_its_hold_ends(
+    registry: ProxyRegistry, leases: LeaseStore, clock: ManualClock
+) -> None:
+    """Its leases went with the store, but their holders may use it until they would have
+    expired: a grant waits for the hold, even once a good probe made it ready."""
+    proxy = adopted_proxy("local", _resource("p3", clock), clock.now(), 60.0)
+    assert await registry.adopt(proxy, hold=120.0) is True
+    await registry.transition("p3", Phase.READY, last_ok_at=clock.now())
+
+    with pytest.raises(Unavailable):
+        await leases.grant(GrantRequest(ttl=30))
+    clock.advance(119)
+    with pytest.raises(Unavailable):
+        await leases.grant(GrantRequest(ttl=30))
+    clock.advance(2)
+
+    lease = await leases.grant(GrantRequest(ttl=30))
+    assert lease.proxy_id == "p3"

@@ -77,8 +77,10 @@ class Fleet:
                     "provisioner": [
                         *("--ack-wait", "3", "--stale-after", "3"),
                         *("--reconcile-interval", "1"),
+                        # no lease outlives 10 s, so an adopted proxy waits that long
+                        *("--adopt-hold", "10"),
                     ],
-                    "api": ["--sweep-interval", "0.5"],
+                    "api": ["--sweep-interval", "0.5", "--max-lease-ttl", "10"],
                 },
             )
         )

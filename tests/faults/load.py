@@ -21,7 +21,7 @@ class Load:
     token: str
     clients: int = 4
     hold: float = 0.05
-    ttl: int = 30
+    ttl: int = 10
     requests: list[Request] = field(default_factory=list)
     leases: list[Lease] = field(default_factory=list)
     passwords: set[str] = field(default_factory=set)

@@ -5,7 +5,9 @@ was emptied: then this writes the new marker, whose `created_at` tells GC and th
 which resources outlived their entries), lists the provider's resources and registers
 again each one that survived a reset (`proxyfleet.common.adoption`): booting when its
 address is known, so health probes it and a good probe makes it ready; provisioning
-otherwise, so the runner's create adopts it and finds the address.
+otherwise, so the runner's create adopts it and finds the address. An adopted proxy is
+not granted for `adopt_hold` seconds: its leases were lost with the store, but their
+holders may still be using it until those leases would have expired.
 """
 
 from __future__ import annotations
@@ -75,7 +77,7 @@ class Adopter:
         adopted = 0
         for res in plan:
             proxy = adopted_proxy(name, res, self._clock.now(), self._settings.boot_timeout)
-            done = await self._registry.adopt(proxy)
+            done = await self._registry.adopt(proxy, self._settings.adopt_hold)
             result = "adopted" if done else ("exists" if done is False else "tombstoned")
             ADOPTIONS.labels(name, result).inc()
             if done:

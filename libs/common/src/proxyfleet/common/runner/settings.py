@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 
 from proxyfleet.common.errors import ConfigError
@@ -36,6 +38,10 @@ class RunnerSettings:
     """Seconds one pull request waits for intents; also bounds how fast a stop is noticed."""
     reconcile_interval: float = option(10.0, env_aliases=("PROXYFLEET_RECONCILE_INTERVAL",))
     """Seconds between two passes of the reconciler over this provider's proxies."""
+    adopt_hold: float = 3600.0
+    """Seconds a proxy adopted after a store reset waits before its first grant: a lease
+    granted before the reset may still be in use until it would have expired. Keep it at
+    least the API's --max-lease-ttl (default 3600); 0 grants adopted proxies at once."""
     stale_after: float = option(120.0, env_aliases=("PROXYFLEET_STALE_AFTER",))
     """A pending, provisioning or deleting proxy not updated for this long gets its intent
     published again (a lost message delays work, never loses it). Keep it above the
@@ -63,6 +69,8 @@ class RunnerSettings:
         for name in ("max_deliver", "concurrency"):
             if getattr(self, name) < 1:
                 raise ConfigError(f"{_flag(name)}: expected at least 1, got {getattr(self, name)}")
+        if not (math.isfinite(self.adopt_hold) and self.adopt_hold >= 0):
+            raise ConfigError(f"--adopt-hold: expected seconds >= 0, got {self.adopt_hold}")
         if self.backoff_max < self.backoff_initial:
             raise ConfigError("--backoff-max: expected at least --backoff-initial")
         if not 0 <= self.metrics_port <= 65535:

@@ -91,17 +91,18 @@ class ProxyRegistry:
         res = await self._scripts.call("create", fast_id("e"), repr(self._clock.now()), *args)
         return decode_created(proxies, res)
 
-    async def adopt(self, proxy: Proxy) -> bool | None:
+    async def adopt(self, proxy: Proxy, hold: float = 0.0) -> bool | None:
         """Register again a proxy whose resource outlived its entry (a store reset), in
         `proxy.phase` (booting, or provisioning to have the runner find its address), with
-        its `proxy.adopted` event (and, provisioning, its create intent) in the outbox.
+        its `proxy.adopted` event (and, provisioning, its create intent) in the outbox; no
+        grant takes it for `hold` seconds (a lease from before the reset may be in use).
         True adopted, False it exists, None it was deleted (tombstoned: GC's to remove)."""
         flat: list[str] = []
         for k, v in proxy_to_hash(proxy).items():
             if k not in ("phase", "gen", "updated_at"):
                 flat += [k, v]
         now = repr(self._clock.now())
-        args = (proxy.id, fast_id("e"), now, proxy.phase.value, *flat)
+        args = (proxy.id, fast_id("e"), now, proxy.phase.value, repr(hold), *flat)
         code = int(await self._scripts.call("adopt", *args))
         return None if code < 0 else code == 1
 

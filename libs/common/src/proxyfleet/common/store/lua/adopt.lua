@@ -1,14 +1,18 @@
 -- Register again a proxy whose resource outlived its registry entry (a store reset).
 -- ARGV: ns, id, event_id, now, phase ('booting': address known, health probes it;
 --       'provisioning': the runner's create adopts the resource and finds its address),
---       field, value, ...
+--       hold (seconds before its first grant: a lease from before the reset may still be
+--       in use), field, value, ...
 -- -> 1 adopted | 0 the proxy exists | -1 tombstoned (it was deleted: GC's to remove)
 local id, event_id, now_raw, phase = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
+local hold = tonumber(ARGV[6]) or 0
 local pkey = k('proxy', id)
 if redis.call('EXISTS', pkey) == 1 then return 0 end
 if redis.call('ZSCORE', k('tombstones'), id) then return -1 end
-for i = 6, #ARGV, 2 do redis.call('HSET', pkey, ARGV[i], ARGV[i + 1]) end
-redis.call('HSET', pkey, 'phase', phase, 'gen', 1, 'updated_at', now_raw)
+for i = 7, #ARGV, 2 do redis.call('HSET', pkey, ARGV[i], ARGV[i + 1]) end
+-- Cooling down until the hold ends: the first good probe makes it ready, not grantable.
+redis.call('HSET', pkey, 'phase', phase, 'gen', 1, 'updated_at', now_raw,
+  'avail_at', tonumber(now_raw) + hold)
 redis.call('ZADD', k('proxies'), 0, id)
 local provider = redis.call('HGET', pkey, 'provider') or ''
 redis.call('HINCRBY', k('counts', provider), phase, 1)
