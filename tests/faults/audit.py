@@ -54,6 +54,8 @@ class StreamEvent:
     lease_id: str = ""
     epoch: int | None = None
     gen: int | None = None
+    expires_at: float | None = None
+    """A lease.granted's expiry: the latest its holder may use the proxy without a renew."""
 
 
 @dataclass(frozen=True)
@@ -145,6 +147,7 @@ def check_client_holds(leases: Iterable[Lease]) -> list[Finding]:
 def check_stream_holds(events: Iterable[StreamEvent]) -> list[Finding]:
     """No proxy held by two leases at once, from the stream (granted to ended, server
     times), and every grant of a proxy has a higher epoch than the one before."""
+    events = list(events)
     granted: dict[str, StreamEvent] = {}
     ended: dict[str, float] = {}
     for e in events:
@@ -152,9 +155,13 @@ def check_stream_holds(events: Iterable[StreamEvent]) -> list[Finding]:
             granted.setdefault(e.lease_id, e)
         elif e.type in LEASE_END_EVENTS:
             ended[e.lease_id] = min(ended.get(e.lease_id, math.inf), e.time)
+    renewed = {e.lease_id for e in events if e.type == "lease.renewed"}
     spans: dict[str, list[tuple[float, float, str]]] = defaultdict(list)
     for lease_id, g in granted.items():
-        spans[g.proxy_id].append((g.time, ended.get(lease_id, math.inf), lease_id))
+        # A lease with no end on the stream (lost with an unpersisted Redis) still ends at
+        # its expiry unless it was renewed: its holder may not use the proxy past that.
+        unended = g.expires_at if g.expires_at is not None and lease_id not in renewed else math.inf
+        spans[g.proxy_id].append((g.time, ended.get(lease_id, unended), lease_id))
     found = _overlaps(spans)
     by_proxy: dict[str, list[StreamEvent]] = defaultdict(list)
     for g in granted.values():

@@ -110,7 +110,12 @@ def _kill_proxy(fleet: Fleet, proxy_id: str) -> None:
 def dead_proxy(fleet: Fleet, w: Window, plan: Plan) -> None:
     """Health down and two proxy processes killed: the dead one is not granted; the
     leased one's lease is revoked once health is back; the provider restarts both."""
-    r = fleet.client.post("/v1/leases", json={"ttl": 60, "holder": "dead-proxy"})
+    deadline = time.monotonic() + 10
+    while True:  # the load may hold or cool down every proxy for a moment
+        r = fleet.client.post("/v1/leases", json={"ttl": 60, "holder": "dead-proxy"})
+        if r.status_code != 503 or time.monotonic() > deadline:
+            break
+        time.sleep(0.2)
     assert r.status_code == 201, r.text
     lease = r.json()
     held = lease["proxy"]["id"]

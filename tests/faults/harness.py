@@ -80,7 +80,10 @@ class Fleet:
                         # no lease outlives 10 s, so an adopted proxy waits that long
                         *("--adopt-hold", "10"),
                     ],
-                    "api": ["--sweep-interval", "0.5", "--max-lease-ttl", "10"],
+                    "api": [
+                        *("--sweep-interval", "0.5"),
+                        *("--max-lease-ttl", "10", "--default-lease-ttl", "10"),
+                    ],
                 },
             )
         )
@@ -300,4 +303,5 @@ def _event(body: dict[str, Any]) -> StreamEvent:
         lease_id=body.get("lease_id", ""),
         epoch=data.get("epoch"),
         gen=data.get("gen"),
+        expires_at=float(data["expires_at"]) if "expires_at" in data else None,
     )

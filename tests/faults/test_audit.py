@@ -26,8 +26,18 @@ def lease(i: str, proxy: str, epoch: int, t0: float, t1: float | None, status: i
     return Lease(i, proxy, epoch, t0, t0 + 30, t1, status if t1 is not None else None)
 
 
-def ev(i: str, kind: str, t: float, proxy: str, lease_id: str = "", **kw: int) -> StreamEvent:
-    return StreamEvent(i, kind, t, proxy, lease_id, kw.get("epoch"), kw.get("gen"))
+def ev(i: str, kind: str, t: float, proxy: str, lease_id: str = "", **kw: float) -> StreamEvent:
+    epoch, gen, expires = kw.get("epoch"), kw.get("gen"), kw.get("expires_at")
+    return StreamEvent(
+        i,
+        kind,
+        t,
+        proxy,
+        lease_id,
+        None if epoch is None else int(epoch),
+        None if gen is None else int(gen),
+        expires,
+    )
 
 
 def test_leases_in_their_final_state_pass() -> None:
@@ -68,6 +78,18 @@ def test_a_release_without_answer_ends_the_hold_when_sent() -> None:
     # The API died with the release in flight: the client had let go when it sent it.
     held = [lease("a", "p1", 1, 0, 1, status=0), lease("b", "p1", 2, 2, 3)]
     assert check_client_holds(held) == []
+
+
+def test_a_lease_lost_with_the_store_holds_until_its_expiry_on_the_stream() -> None:
+    """No end event (an unpersisted Redis lost it): the hold ends at its expiry, so a grant
+    after it is fine and one before it is a double hold."""
+    lost = ev("1", "lease.granted", 0, "p1", "a", epoch=1, expires_at=10)
+    after = ev("2", "lease.granted", 11, "p1", "b", epoch=2, expires_at=21)
+    before = ev("3", "lease.granted", 9, "p1", "c", epoch=3, expires_at=19)
+    assert check_stream_holds([lost, after]) == []
+    assert [f.check for f in check_stream_holds([lost, before])] == ["double_hold"]
+    renewed = ev("4", "lease.renewed", 5, "p1", "a", epoch=1)
+    assert [f.check for f in check_stream_holds([lost, renewed, after])] == ["double_hold"]
 
 
 def test_stream_holds_and_epochs() -> None:
