@@ -39,16 +39,17 @@ end
 
 local function take(id)
   local pkey = k('proxy', id)
+  -- One read for the epoch and what the caller hands out with the lease (no second round
+  -- trip to read the proxy), one write for the epoch and the lease.
+  local got = redis.call('HMGET', pkey, 'provider', 'zone', 'host', 'port', 'username',
+    'password', 'epoch')
   -- A hybrid-logical-clock epoch: above the stored one and at least the clock in ms, so
   -- after a store reset (stored epoch lost) fencing tokens still only grow.
-  local epoch = math.max((tonumber(redis.call('HGET', pkey, 'epoch')) or 0) + 1,
-    math.floor(now * 1000))
-  redis.call('HSET', pkey, 'epoch', epoch)
+  local epoch = math.max((tonumber(got[7]) or 0) + 1, math.floor(now * 1000))
+  got[7] = nil
+  redis.call('HSET', pkey, 'epoch', epoch, 'lease_id', lease_id)
   local expires = now + ttl
-  redis.call('HSET', pkey, 'lease_id', lease_id)
-  avail_rem(id)
-  -- What the caller hands out with the lease: no second round trip to read the proxy.
-  local got = redis.call('HMGET', pkey, 'provider', 'zone', 'host', 'port', 'username', 'password')
+  for _, key in ipairs(avail_keys(got[1], got[2])) do redis.call('ZREM', key, id) end
   local provider_ = got[1] or ''
   redis.call('HSET', k('lease', lease_id), 'id', lease_id, 'proxy_id', id, 'epoch', epoch,
     'holder', holder, 'target', target, 'granted_at', now, 'expires_at', expires,
