@@ -102,7 +102,9 @@ async def test_the_service_creates_traces_and_never_logs_secrets(
     argv = [SCRIPT, "--provider", "kvmproc", "--providers-config", str(config)]
     argv += ["--nats-url", nats_url, "--redis-url", redis_url, "--installation-id", "inst-proc"]
     argv += ["--metrics-port", str(port), "--log-level", "debug", "--log-format", "json"]
-    argv += ["--libvirt-trace", "full", "--ack-wait", "5"]
+    # ack-wait 30: under a loaded suite a redelivery while the first create still ran
+    # started a second create of the same proxy (the likely cause of earlier flakes)
+    argv += ["--libvirt-trace", "full", "--ack-wait", "30"]
     proc = spawn(argv, log_path)
     nc = await connect_nats(nats_url, "kvm-process-test")
     proxy_id = "pkvmproc" + secrets.token_hex(3)
@@ -136,7 +138,8 @@ async def test_the_service_creates_traces_and_never_logs_secrets(
         try:
             await wait_until(retried, 90, "the first create to end without an address")
         except AssertionError:
-            print(log_path.read_text(errors="replace")[-6000:])  # what it did instead
+            lines = log_path.read_text(errors="replace").splitlines()
+            print("\n".join(x for x in lines if "domain_xml" not in x)[:8000])  # what it did
             raise
         async with httpx.AsyncClient() as client:
             metrics = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
