@@ -138,8 +138,8 @@ async def test_the_service_creates_traces_and_never_logs_secrets(
         try:
             await wait_until(retried, 90, "the first create to end without an address")
         except AssertionError:
-            lines = log_path.read_text(errors="replace").splitlines()
-            print("\n".join(x for x in lines if "domain_xml" not in x)[:8000])  # what it did
+            logged = log_path.read_text(errors="replace").splitlines()
+            print("\n".join(x for x in logged if "domain_xml" not in x)[:8000])  # what it did
             raise
         async with httpx.AsyncClient() as client:
             metrics = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
