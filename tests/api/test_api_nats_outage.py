@@ -5,10 +5,8 @@ every entry arrives on its stream once and in order."""
 from __future__ import annotations
 
 import asyncio
-import subprocess
 import time
 from collections.abc import Awaitable, Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import cast
 
@@ -17,48 +15,20 @@ import pytest
 import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
 from tests.api.helpers import PROVIDER, Api, ApiFactory, ready_proxy
+from tests.faults.servers import Restartable
 
 from proxyfleet.common import subjects
 from proxyfleet.common.messaging import connect_nats, ensure_streams
 from proxyfleet.common.settings import CommonSettings
-from proxyfleet.devstack.servers import free_port, nats_server_binary, wait_tcp
 
 PROMPT = 2.0
 """Seconds a request may take while NATS is down (it takes milliseconds: no NATS wait)."""
 
 
-@dataclass
-class OwnNats:
-    """A nats-server of this test's own: stopped and started again on one port and store."""
-
-    port: int
-    store: Path
-    process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"nats://127.0.0.1:{self.port}"
-
-    def start(self) -> None:
-        cmd = [nats_server_binary(), "-a", "127.0.0.1", "-p", str(self.port), "-js"]
-        self.process = subprocess.Popen(
-            [*cmd, "-sd", str(self.store)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        wait_tcp("127.0.0.1", self.port)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
-
-
 @pytest.fixture
-def own_nats(tmp_path: Path) -> Iterator[OwnNats]:
-    server = OwnNats(free_port(), tmp_path / "js")
+def own_nats(tmp_path: Path) -> Iterator[Restartable]:
+    # a server of this test's own, on a port and folder that survive its restart
+    server = Restartable("nats", tmp_path / "nats", tmp_path / "nats.log")
     server.start()
     yield server
     server.stop()
@@ -90,7 +60,7 @@ async def _stream_ids(nc: NatsClient, stream: str, after: int) -> list[str]:
 
 
 async def test_nats_outage_costs_nothing_and_the_outbox_drains_in_order(
-    start_api: ApiFactory, redis_url: str, redis_client: aioredis.Redis, own_nats: OwnNats
+    start_api: ApiFactory, redis_url: str, redis_client: aioredis.Redis, own_nats: Restartable
 ) -> None:
     api: Api = await start_api(common=CommonSettings(redis_url=redis_url, nats_url=own_nats.url))
     backends = api.services.backends

@@ -5,60 +5,28 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-import subprocess
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
 from tests.api.helpers import ApiFactory, error_of, ready_proxy
+from tests.faults.servers import Restartable
 
 from proxyfleet.common.settings import CommonSettings
-from proxyfleet.devstack.servers import free_port, redis_server_binary, wait_tcp
-
-
-@dataclass
-class OwnRedis:
-    """A redis-server of this test's own, stopped and started again on one port."""
-
-    port: int
-    folder: Path
-    process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def url(self) -> str:
-        return f"redis://127.0.0.1:{self.port}/0"
-
-    def start(self) -> None:
-        self.folder.mkdir(parents=True, exist_ok=True)
-        args = ["--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
-        args += ["--appendonly", "no", "--dir", str(self.folder)]
-        self.process = subprocess.Popen(
-            [redis_server_binary(), *args], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-        )
-        wait_tcp("127.0.0.1", self.port)
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            self.process.terminate()
-            try:
-                self.process.wait(10)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait()
 
 
 @pytest.fixture
-def own_redis(tmp_path: Path) -> Iterator[OwnRedis]:
-    server = OwnRedis(free_port(), tmp_path / "redis")
+def own_redis(tmp_path: Path) -> Iterator[Restartable]:
+    # a server of this test's own, on a port and folder that survive its restart
+    server = Restartable("redis", tmp_path / "redis", tmp_path / "redis.log", persist=False)
     server.start()
     yield server
     server.stop()
 
 
 async def test_redis_stopped_under_a_running_api_is_503_with_retry_after(
-    start_api: ApiFactory, nats_url: str, own_redis: OwnRedis
+    start_api: ApiFactory, nats_url: str, own_redis: Restartable
 ) -> None:
     api = await start_api(common=CommonSettings(redis_url=own_redis.url, nats_url=nats_url))
     api = dataclasses.replace(api, registry=api.services.backends.registry)  # its own Redis
