@@ -1,27 +1,29 @@
-"""Offline checks of deploy/kubernetes: every service is a Deployment running a real
-console script of the workspace, with health probes, and nothing references a missing file;
-the kvm component adds the KVM provisioner, its SSH key Secret and providers config."""
+"""Offline checks of deploy/kubernetes (the base, with the shared control plane in core/):
+every service is a Deployment running a real console script of the workspace, with health
+probes, and nothing references a missing file; the kvm component adds the KVM provisioner,
+its SSH key Secret and providers config."""
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 import tomllib
 from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
+from tests.deploy.kube import render
 
 from proxyfleet.common.providers_config import parse_providers_config
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "kubernetes"
+CORE = K8S / "core"
 
 
 def _docs() -> list[dict[str, Any]]:
+    """The base's own manifests and those of core/ (not the components)."""
     docs: list[dict[str, Any]] = []
-    for path in sorted(K8S.glob("*.yaml")):
+    for path in sorted([*K8S.glob("*.yaml"), *CORE.glob("*.yaml")]):
         if path.name != "kustomization.yaml":
             docs += [d for d in yaml.safe_load_all(path.read_text()) if d]
     return docs
@@ -36,10 +38,11 @@ def _console_scripts() -> set[str]:
 
 
 def test_kustomization_lists_every_manifest() -> None:
-    kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text())
-    listed = set(kustomization["resources"])
-    present = {p.name for p in K8S.glob("*.yaml")} - {"kustomization.yaml"}
-    assert listed == present
+    for folder, extra in ((K8S, {"core"}), (CORE, set())):
+        kustomization = yaml.safe_load((folder / "kustomization.yaml").read_text())
+        listed = set(kustomization["resources"])
+        present = {p.name for p in folder.glob("*.yaml")} - {"kustomization.yaml"}
+        assert listed == present | extra
 
 
 def test_each_service_is_a_deployment_with_probes_and_a_real_command() -> None:
@@ -99,19 +102,7 @@ def _providers_text(docs: list[dict[str, Any]]) -> str:
 def rendered() -> list[dict[str, Any]]:
     """deploy/kubernetes-kvm (the base with the kvm component), as `kubectl kustomize`
     renders it."""
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl is not installed: cannot render the kustomization")
-    overlay = ROOT / "deploy" / "kubernetes-kvm"
-    out = subprocess.run(
-        [kubectl, "kustomize", str(overlay)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert out.returncode == 0, out.stderr
-    return [d for d in yaml.safe_load_all(out.stdout) if d]
+    return render("kubernetes-kvm")
 
 
 def test_kvm_kustomization_lists_its_files_and_holds_no_key() -> None:

@@ -3,13 +3,11 @@ key-Secret component and both overlays, rendered with `kubectl kustomize` like t
 
 from __future__ import annotations
 
-import shutil
-import subprocess
 from pathlib import Path
 from typing import Any
 
-import pytest
 import yaml
+from tests.deploy.kube import named, render
 from tests.deploy.test_manifests import _console_scripts, _container, _docs, _providers_text
 
 from proxyfleet.common.providers_config import parse_providers_config
@@ -27,18 +25,7 @@ def _files(folder: Path) -> dict[str, list[dict[str, Any]]]:
 
 
 def _render(overlay: str) -> list[dict[str, Any]]:
-    kubectl = shutil.which("kubectl")
-    if kubectl is None:
-        pytest.skip("kubectl is not installed: cannot render the kustomization")
-    out = subprocess.run(
-        [kubectl, "kustomize", str(ROOT / "deploy" / overlay)],
-        check=False,
-        capture_output=True,
-        text=True,
-        timeout=30,
-    )
-    assert out.returncode == 0, out.stderr
-    return [d for d in yaml.safe_load_all(out.stdout) if d]
+    return render(overlay)
 
 
 def _deployment(docs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -92,7 +79,7 @@ def test_workload_identity_overlay_renders_on_the_base() -> None:
     base = {d["metadata"]["name"] for d in _docs() if d["kind"] == "Deployment"}
     assert set(deployments) == base | {"provisioner-gcp"}
     assert len({_container(d)["image"] for d in deployments.values()}) == 1
-    (sa,) = [d for d in rendered if d["kind"] == "ServiceAccount"]
+    sa = named(rendered, "ServiceAccount", "provisioner-gcp")
     assert "iam.gke.io/gcp-service-account" in sa["metadata"]["annotations"]
     assert {d["metadata"].get("namespace") for d in rendered if d["kind"] != "Namespace"} == {
         "proxyfleet"

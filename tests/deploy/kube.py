@@ -1,0 +1,117 @@
+"""Rendering and validating the kustomize overlays of deploy/ for the deploy tests.
+
+`kubectl` (.venv/bin/kubectl) and `kubernetes-validate` are dev dependencies, on PATH under
+`uv run`: a missing one fails the tests, it never skips them."""
+
+from __future__ import annotations
+
+import functools
+import json
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[2]
+DEPLOY = ROOT / "deploy"
+
+OVERLAYS = (
+    "kubernetes",
+    "kubernetes-dev",
+    "kubernetes-production",
+    "kubernetes-kvm",
+    "kubernetes-gcp",
+    "kubernetes-gcp-key",
+)
+"""Every kustomization under deploy/ that is applied as it is (the components and
+deploy/kubernetes/core are rendered through these)."""
+
+KUBERNETES_VERSIONS = ("1.30", "1.37")
+"""Validated against both: the oldest release we support (autoscaling/v2, policy/v1 PDBs
+and the kubernetes.io/metadata.name namespace label are older) and the newest the
+validator knows (that of the kubectl we ship)."""
+
+CRD_SCHEMAS = {
+    ("monitoring.coreos.com/v1", "ServiceMonitor"): Path(__file__).parent
+    / "schemas"
+    / "servicemonitor-monitoring-v1.json",
+}
+"""Custom resources kubernetes-validate has no schema for (it only warns about them),
+validated instead against a strict schema of our own."""
+
+Doc = dict[str, Any]
+
+
+def tool(name: str) -> str:
+    found = shutil.which(name)
+    assert found is not None, f"{name} is a dev dependency: run `make setup` and `uv run`"
+    return found
+
+
+@functools.cache
+def _render_text(overlay: str) -> str:
+    out = subprocess.run(
+        [tool("kubectl"), "kustomize", str(DEPLOY / overlay)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, f"kubectl kustomize deploy/{overlay}: {out.stderr}"
+    return out.stdout
+
+
+def render(overlay: str) -> list[Doc]:
+    """deploy/<overlay> as `kubectl kustomize` renders it (rendered once per session; each
+    call returns fresh objects)."""
+    return [d for d in yaml.safe_load_all(_render_text(overlay)) if d]
+
+
+def rendered_text(overlay: str) -> str:
+    return _render_text(overlay)
+
+
+def kubernetes_validate(path: Path, *versions: str) -> subprocess.CompletedProcess[str]:
+    """`kubernetes-validate --strict` over a YAML file, once per version (not quiet: it
+    prints one INFO line per document it validated). A file, not stdin: the tool reads its
+    input again for each version."""
+    args = [tool("kubernetes-validate"), "--strict"]
+    for version in versions:
+        args += ["-k", version]
+    return subprocess.run(
+        [*args, str(path)], check=False, capture_output=True, text=True, timeout=60
+    )
+
+
+def crd_schema(doc: Doc) -> dict[str, Any] | None:
+    path = CRD_SCHEMAS.get((doc["apiVersion"], doc["kind"]))
+    if path is None:
+        return None
+    schema: dict[str, Any] = json.loads(path.read_text())
+    return schema
+
+
+def of_kind(docs: list[Doc], kind: str) -> list[Doc]:
+    return [d for d in docs if d["kind"] == kind]
+
+
+def named(docs: list[Doc], kind: str, name: str) -> Doc:
+    (doc,) = [d for d in of_kind(docs, kind) if d["metadata"]["name"] == name]
+    return doc
+
+
+def pod_spec(workload: Doc) -> dict[str, Any]:
+    spec: dict[str, Any] = workload["spec"]["template"]["spec"]
+    return spec
+
+
+def providers_text(docs: list[Doc]) -> str:
+    text: str = named(docs, "ConfigMap", "proxyfleet-providers")["data"]["providers.yaml"]
+    return text
+
+
+def selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
+    """Whether a matchLabels selector matches these labels."""
+    return all(labels.get(key) == value for key, value in selector.items())
