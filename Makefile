@@ -4,7 +4,7 @@ UV ?= $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 export UV_LINK_MODE ?= copy
 
 .PHONY: run test lint fmt setup uv-installed build-packages proxy-packages kvm-packages \
-	system-packages bench bench-packages clean test-integration-kvm test-integration-gcp test-fast asyncapi test-faults
+	system-packages bench bench-packages clean test-integration-kvm test-integration-gcp test-fast asyncapi test-faults test-deploy
 
 # Debian packages, each installed once: apt runs only for those dpkg does not list as installed.
 BUILD_PACKAGES := libvirt-dev pkg-config
@@ -75,6 +75,9 @@ test: system-packages setup lint ## Everything: lint, unit, store, services, end
 
 test-fast: setup ## Seconds: the pure tests and the Redis store tests (markers set in tests/conftest.py)
 	$(UV) run --frozen pytest -q -m "pure or store"
+
+test-deploy: setup ## Seconds: render every deploy/ overlay (kubectl kustomize), validate it (kubernetes-validate --strict)
+	$(UV) run --frozen pytest -q tests/deploy
 
 test-integration-kvm: system-packages setup ## Opt-in: boot a real VM (image: PROXYFLEET_KVM_IMAGE) through the whole system
 	PROXYFLEET_INTEGRATION_KVM=1 $(UV) run --frozen pytest -s --timeout 3600 tests/kvm/integration
