@@ -4,7 +4,7 @@ UV ?= $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 export UV_LINK_MODE ?= copy
 
 .PHONY: run test lint fmt setup uv-installed build-packages proxy-packages kvm-packages \
-	system-packages bench bench-packages clean test-integration-kvm test-integration-gcp test-fast asyncapi test-faults test-deploy
+	system-packages bench bench-packages clean test-integration-kvm test-integration-gcp test-integration-k8s test-fast asyncapi test-faults test-deploy
 
 # Debian packages, each installed once: apt runs only for those dpkg does not list as installed.
 BUILD_PACKAGES := libvirt-dev pkg-config
@@ -84,6 +84,9 @@ test-integration-kvm: system-packages setup ## Opt-in: boot a real VM (image: PR
 
 test-integration-gcp: proxy-packages setup ## Opt-in: one spot e2-micro VM in PROXYFLEET_GCP_PROJECT through the whole system (costs < US$0.01)
 	PROXYFLEET_INTEGRATION_GCP=1 $(UV) run --frozen pytest -s --timeout 1800 tests/gcp/integration
+
+test-integration-k8s: setup ## Opt-in: the journey on a real cluster (KUBECONFIG; kind works), as a Job in it by default
+	PROXYFLEET_INTEGRATION_K8S=1 $(UV) run --frozen pytest -s --timeout 1800 tests/k8s/integration/test_real_cluster.py
 
 bench-packages: ## wrk, the C load generator the API benchmarks use
 	@if ! command -v wrk >/dev/null && command -v apt-get >/dev/null && [ "$$(id -u)" = 0 ]; then \
