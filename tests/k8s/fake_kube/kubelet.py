@@ -9,6 +9,7 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import uuid
 from pathlib import Path
 
 from tests.loopback_squid.host import LoopbackAddresses, find_squid, make_root
@@ -29,14 +30,14 @@ class Kubelet:
         self.addresses = addresses
         self.squid = find_squid()
         self.root: Path = make_root("pf-fakekube-")
+        # Squid's -n (its shared memory and IPC names) must be alphanumeric and unique.
+        self.service_prefix = f"pfk8s{uuid.uuid4().hex[:10]}"
         self.start_delay = 0.0
         """Seconds before a scheduled pod gets its IP and starts."""
         self.backoff = 0.2
         """First restart back-off (doubles, at most 8 times); also ErrImagePull's."""
         self.crash_loop_after = 2
         """Restarts after which a failing container waits in CrashLoopBackOff."""
-        self.boot_timeout = 30.0
-        """Most seconds a Squid may take to accept on its port before it counts as failed."""
         self._default_mode = PodMode.RUN
         self._modes: dict[str, PodMode] = {}
         self._lock = threading.Lock()

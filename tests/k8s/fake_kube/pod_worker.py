@@ -211,7 +211,7 @@ class PodWorker(threading.Thread):
         (directory / "squid.conf").write_text(text)
         hand_to_proxy_user(directory, recursive=True)
         assert self.kubelet.squid is not None
-        service = f"pfk8s{self.kubelet.root.name[-6:]}x{directory.name.rsplit('-', 1)[-1]}"
+        service = f"{self.kubelet.service_prefix}x{directory.name.rsplit('-', 1)[-1]}"
         argv = pod_files.squid_argv(
             container, self.kubelet.squid, str(directory / "squid.conf"), service
         )

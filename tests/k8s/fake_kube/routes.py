@@ -26,6 +26,11 @@ VERSION = {
     "major": "1",
     "minor": "37",
     "gitVersion": "v1.37.0-proxyfleet-fake",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z",
+    "goVersion": "go1.25.0",
+    "compiler": "gc",
     "platform": "linux/amd64",
 }
 
@@ -62,12 +67,13 @@ class WatchReply:
 
 def classify(req: Request) -> None:
     """Fill in the request's RBAC verb, resource, namespace and name (or raise 404)."""
-    if req.path in ("/api", "/api/", "/apis", "/apis/", "/version", "/version/", "/api/v1"):
+    req.path = req.path.rstrip("/") or "/"
+    if req.path in ("/api", "/apis", "/version", "/api/v1"):
         req.verb = "get"
         return
     m = _PATH.fullmatch(req.path)
     if m is None:
-        raise errors.not_found("", req.path)
+        raise KubeError(404, "NotFound", "the server could not find the requested resource")
     resource, name, sub = m.group("resource"), m.group("name") or "", m.group("sub") or ""
     if m.group("ns") is None and resource == "namespaces" and name:
         req.verb, req.resource, req.name = "get", "namespaces", name  # GET a namespace
@@ -96,10 +102,10 @@ def classify(req: Request) -> None:
 
 
 def handle(req: Request, store: Store, faults: Faults, server_address: str) -> Reply | WatchReply:
-    if req.path.rstrip("/") == "/version":
+    if req.path == "/version":
         return Reply(200, VERSION)
-    if req.path.rstrip("/") in ("/api", "/apis", "/api/v1"):
-        return Reply(200, _discovery(req.path.rstrip("/"), server_address))
+    if req.path in ("/api", "/apis", "/api/v1"):
+        return Reply(200, _discovery(req.path, server_address))
     if req.resource == "namespaces":
         return Reply(200, _namespace(req.name))
     resource, _, sub = req.resource.partition("/")
