@@ -270,3 +270,15 @@ def test_objects_are_the_json_the_api_returns(fake_kube: FakeKube, core_v1: Core
     assert stored == sent
     assert stored["apiVersion"] == "v1"
     assert stored["kind"] == "ConfigMap"
+
+
+def test_a_pod_spec_is_immutable_but_for_its_images(core_v1: Core) -> None:
+    core_v1.create_namespaced_pod(NAMESPACE, _pod("im"))
+    changed = core_v1.patch_namespaced_pod(
+        "im", NAMESPACE, {"spec": {"containers": [{"name": "main", "image": "busybox:1.37"}]}}
+    )
+    assert changed.spec.containers[0].image == "busybox:1.37"
+    with pytest.raises(ApiException) as exc:
+        core_v1.patch_namespaced_pod("im", NAMESPACE, {"spec": {"restartPolicy": "Never"}})
+    assert exc.value.status == 422
+    assert "pod updates may not change fields" in str(_status(exc)["message"])

@@ -5,9 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException
-from tests.k8s.conftest import NAMESPACE, Core, status_body
+from tests.k8s.conftest import NAMESPACE, Core, status_body, wait_for
 from tests.k8s.fake_kube import FakeKube
 
 
@@ -130,3 +131,33 @@ def test_an_unknown_route_is_404(fake_kube: FakeKube) -> None:
     ):
         client.AppsV1Api(api_client).list_namespaced_deployment(NAMESPACE)
     assert exc.value.status == 404
+
+
+def test_a_delayed_answer_times_the_client_out(fake_kube: FakeKube, core_v1: Core) -> None:
+    # A create is not retried by urllib3 (a GET would be, and the retry would succeed).
+    fake_kube.inject_delay(1.0, verb="create", resource="configmaps")
+    with pytest.raises(urllib3.exceptions.ReadTimeoutError):
+        core_v1.create_namespaced_config_map(NAMESPACE, _cm("slow"), _request_timeout=0.2)
+    # The server still carries it out once its delay is over.
+    wait_for(lambda: fake_kube.objects("configmaps"), what="the slow create landed")
+
+
+def test_a_disconnect_before_or_after_the_call_lands(fake_kube: FakeKube, core_v1: Core) -> None:
+    fake_kube.inject_disconnect(verb="create", resource="configmaps")
+    with pytest.raises(urllib3.exceptions.ProtocolError):
+        core_v1.create_namespaced_config_map(NAMESPACE, _cm("lost"), _request_timeout=5)
+    assert fake_kube.objects("configmaps") == []
+    fake_kube.inject_disconnect(verb="create", resource="configmaps", after=True)
+    with pytest.raises(urllib3.exceptions.ProtocolError):
+        core_v1.create_namespaced_config_map(NAMESPACE, _cm("landed"), _request_timeout=5)
+    assert [o["metadata"]["name"] for o in fake_kube.objects("configmaps")] == ["landed"]
+    assert [(c.verb, c.code) for c in fake_kube.calls] == [("create", 0), ("create", 0)]
+
+
+def test_an_injected_409_on_create_is_already_exists(fake_kube: FakeKube, core_v1: Core) -> None:
+    fake_kube.inject(409, verb="create")
+    with pytest.raises(ApiException) as exc:
+        core_v1.create_namespaced_config_map(NAMESPACE, _cm("dup"))
+    body = status_body(exc.value)
+    assert body["reason"] == "AlreadyExists"
+    assert body["message"] == "configmaps already exists"

@@ -16,6 +16,7 @@ from tests.k8s.fake_kube.selectors import (
     parse_field_selector,
     parse_label_selector,
 )
+from tests.k8s.fake_kube.strategic import strategic_merge
 from tests.k8s.fake_kube.validation import validate
 from tests.loopback_squid.conf import SquidConfError, rewrite_squid_conf
 
@@ -220,3 +221,47 @@ def test_pod_status_renders_conditions_and_keeps_transition_times() -> None:
     assert conds["Ready"]["status"] == "True"
     assert conds["Ready"]["lastTransitionTime"] == "1970-01-01T00:33:20Z"
     assert conds["PodScheduled"]["lastTransitionTime"] == "1970-01-01T00:16:40Z"
+
+
+def test_strategic_merge_merges_keyed_lists_and_sets() -> None:
+    pod = {
+        "metadata": {"finalizers": ["a"], "ownerReferences": [{"uid": "1", "name": "x"}]},
+        "spec": {
+            "containers": [{"name": "squid", "image": "i:1", "ports": [{"containerPort": 3128}]}],
+            "tolerations": [{"key": "k"}],
+        },
+    }
+    patched = strategic_merge(
+        pod,
+        {
+            "metadata": {
+                "finalizers": ["b", "a"],
+                "ownerReferences": [{"uid": "1", "name": "y"}, {"uid": "2", "name": "z"}],
+            },
+            "spec": {
+                "containers": [{"name": "squid", "image": "i:2"}, {"name": "side", "image": "s"}],
+                "tolerations": [{"key": "other"}],
+            },
+        },
+    )
+    assert patched["metadata"]["finalizers"] == ["a", "b"]
+    assert patched["metadata"]["ownerReferences"] == [
+        {"uid": "1", "name": "y"},
+        {"uid": "2", "name": "z"},
+    ]
+    assert patched["spec"]["containers"] == [
+        {"name": "squid", "image": "i:2", "ports": [{"containerPort": 3128}]},
+        {"name": "side", "image": "s"},
+    ]
+    assert patched["spec"]["tolerations"] == [{"key": "other"}]  # no strategy: replaced
+    removed = strategic_merge(
+        patched,
+        {
+            "metadata": {"$deleteFromPrimitiveList/finalizers": ["a", "b"]},
+            "spec": {"containers": [{"name": "side", "$patch": "delete"}]},
+        },
+    )
+    assert "finalizers" not in removed["metadata"]
+    assert [c["name"] for c in removed["spec"]["containers"]] == ["squid"]
+    replaced = strategic_merge(patched, {"spec": {"$patch": "replace", "containers": []}})
+    assert replaced["spec"] == {"containers": []}

@@ -9,9 +9,11 @@ import contextlib
 import logging
 import threading
 
+from .deletion import FOREGROUND, ORPHAN
 from .errors import KubeError
+from .events import Event
 from .objects import Json
-from .store import FOREGROUND, ORPHAN, Event, Store
+from .store import Store
 
 log = logging.getLogger(__name__)
 

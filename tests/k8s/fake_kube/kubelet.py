@@ -14,10 +14,11 @@ from pathlib import Path
 
 from tests.loopback_squid.host import LoopbackAddresses, find_squid, make_root
 
+from .events import Event
 from .modes import PodMode
 from .objects import Json
 from .pod_worker import PodWorker
-from .store import Event, Store
+from .store import Store
 
 log = logging.getLogger(__name__)
 

@@ -11,11 +11,12 @@ from typing import Any
 
 from . import errors
 from .errors import KubeError
+from .events import Event, Watcher, watch_since
 from .faults import Faults
 from .objects import KINDS, Json
 from .patch import apply_patch
 from .selectors import object_filter
-from .store import Event, Store, Watcher, watch_filter
+from .store import Store
 
 _PATH = re.compile(
     r"/api/v1(?:/namespaces/(?P<ns>[^/]+))?/(?P<resource>[a-z]+)"
@@ -115,7 +116,7 @@ def handle(req: Request, store: Store, faults: Faults, server_address: str) -> R
         if req.verb == "watch":
             timeout = req.query.get("timeoutSeconds")
             watcher, first = store.watch(
-                resource, ns or None, watch_filter(req.query.get("resourceVersion")), keep
+                resource, ns or None, watch_since(req.query.get("resourceVersion")), keep
             )
             return WatchReply(
                 watcher,

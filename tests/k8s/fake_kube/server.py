@@ -15,9 +15,10 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from .errors import KubeError
-from .faults import Call, Faults
+from .events import Event
+from .faults import Call, Fault, Faults
 from .routes import Reply, Request, WatchReply, classify, handle
-from .store import Event, Store
+from .store import Store
 
 log = logging.getLogger(__name__)
 
@@ -85,9 +86,15 @@ class _Handler(BaseHTTPRequestHandler):
             self.headers.get("Content-Type") or "application/json",
         )
         faults = self.server.faults
+        fault: Fault | None = None
         try:
             classify(req)
-            self._admit(req)
+            fault = self._admit(req)
+            if fault is not None and fault.kind == "delay":
+                time.sleep(fault.seconds)
+            if fault is not None and fault.kind == "disconnect" and not fault.after:
+                self._hang_up(req)
+                return
             try:
                 req.body = json.loads(raw) if raw else None
             except ValueError as exc:
@@ -106,6 +113,9 @@ class _Handler(BaseHTTPRequestHandler):
             err = KubeError(500, "InternalError", "Internal error in the fake API server")
             self._answer(500, err.status())
             return
+        if fault is not None and fault.kind == "disconnect":
+            self._hang_up(req)  # carried out, never answered
+            return
         if isinstance(reply, Reply):
             self._record(req, reply.code)
             self._answer(reply.code, reply.body, reply.headers)
@@ -113,15 +123,22 @@ class _Handler(BaseHTTPRequestHandler):
             self._record(req, 200)
             self._stream(reply)
 
-    def _admit(self, req: Request) -> None:
-        """401 without the token the fake wants; an injected fault when one is due."""
+    def _admit(self, req: Request) -> Fault | None:
+        """401 without the token the fake wants; the injected status when one is due, or
+        the delay or disconnect due."""
         token = self.server.token
         if token is not None and self.headers.get("Authorization") != f"Bearer {token}":
             raise KubeError(401, "Unauthorized", "Unauthorized")
-        if req.resource:
-            fault = self.server.faults.take(req.verb, req.resource, req.namespace, req.name)
-            if fault is not None:
-                raise fault
+        fault = self.server.faults.take(req.verb, req.resource) if req.resource else None
+        if fault is not None and fault.kind == "status":
+            raise fault.error(req.verb, req.resource, req.namespace, req.name)
+        return fault
+
+    def _hang_up(self, req: Request) -> None:
+        self._record(req, 0)
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
 
     def _record(self, req: Request, code: int) -> None:
         if req.verb:
