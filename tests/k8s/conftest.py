@@ -37,6 +37,24 @@ def fake_kube(target: TargetServer) -> Iterator[FakeKube]:
 
 
 @pytest.fixture
+def fake_kube_factory(target: TargetServer) -> Iterator[Callable[..., FakeKube]]:
+    """Started fakes made with other arguments (`FakeKube(**kwargs)`, e.g. `now=`); all
+    are closed at teardown."""
+    made: list[FakeKube] = []
+
+    def make(**kwargs: Any) -> FakeKube:
+        fake = FakeKube(**kwargs).start()
+        made.append(fake)
+        return fake
+
+    try:
+        yield make
+    finally:
+        for fake in made:
+            fake.close()
+
+
+@pytest.fixture
 def core_v1(fake_kube: FakeKube) -> Iterator[client.CoreV1Api]:
     """The real client's CoreV1Api on the fake."""
     api_client = client.ApiClient(fake_kube.configuration())

@@ -166,3 +166,15 @@ def test_delete_collection_by_label(fake_kube: FakeKube, core_v1: Core) -> None:
     core_v1.delete_collection_namespaced_config_map(NAMESPACE, label_selector="app=x")
     assert _names(fake_kube, "configmaps") == ["c"]
     assert ("deletecollection", "configmaps") in fake_kube.verbs()
+
+
+def test_a_paused_collector_leaves_dependents_for_a_sweeper(
+    fake_kube: FakeKube, core_v1: Core
+) -> None:
+    fake_kube.gc.pause()
+    pod = core_v1.create_namespaced_pod(NAMESPACE, _pod("owner"))
+    core_v1.create_namespaced_secret(NAMESPACE, _owned_secret("left", pod))
+    core_v1.delete_namespaced_pod("owner", NAMESPACE, grace_period_seconds=0)
+    assert _names(fake_kube, "secrets") == ["left"]
+    fake_kube.gc.resume()
+    wait_for(lambda: not _names(fake_kube, "secrets"), what="the secret collected after resume")

@@ -9,6 +9,7 @@ from typing import Any
 
 import httpx
 import pytest
+from kubernetes.client.exceptions import ApiException
 from tests.conftest import TargetServer
 from tests.k8s.conftest import (
     NAMESPACE,
@@ -18,6 +19,7 @@ from tests.k8s.conftest import (
     condition,
     connect_status,
     create_proxy,
+    status_body,
     to_json,
     wait_for,
     wait_ready,
@@ -245,3 +247,25 @@ def test_a_squid_that_cannot_start_crash_loops_with_its_log(
     )
     assert looping.last_state.terminated.exit_code != 0
     assert looping.last_state.terminated.reason == "Error"
+
+
+def test_a_pods_log_is_its_squids_and_waits_for_it_to_start(
+    fake_kube: FakeKube, core_v1: Core, target: TargetServer
+) -> None:
+    core_v1.create_namespaced_pod(NAMESPACE, manifests.squid_pod("log"))
+    with pytest.raises(ApiException) as exc:
+        core_v1.read_namespaced_pod_log("pf-log", NAMESPACE)
+    assert exc.value.status == 400
+    assert "is waiting to start: ContainerCreating" in status_body(exc.value)["message"]
+    owner = to_json(core_v1.read_namespaced_pod("pf-log", NAMESPACE))
+    core_v1.create_namespaced_config_map(
+        NAMESPACE, manifests.squid_config_map("log", owner, connect_ports=[target.port])
+    )
+    core_v1.create_namespaced_secret(
+        NAMESPACE, manifests.htpasswd_secret("log", USER, PASSWORD, owner)
+    )
+    wait_ready(core_v1, "pf-log")
+    text = core_v1.read_namespaced_pod_log("pf-log", NAMESPACE)
+    assert "Starting Squid Cache" in text
+    assert len(core_v1.read_namespaced_pod_log("pf-log", NAMESPACE, tail_lines=2).splitlines()) == 2
+    assert ("get", "pods/log") in fake_kube.verbs()

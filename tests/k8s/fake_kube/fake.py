@@ -3,6 +3,8 @@ and stopped together."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
@@ -19,12 +21,15 @@ from .store import Store
 
 
 class FakeKube:
-    def __init__(self) -> None:
-        self.store = Store()
+    def __init__(self, now: Callable[[], float] = time.time) -> None:
+        """`now`: the clock of creationTimestamp and deletionTimestamp (the kubelet's
+        status times are real time)."""
+        self.store = Store(now)
         self.faults = Faults()
         self.addresses = LoopbackAddresses()
         self.server = KubeServer(self.store, self.faults)
         self.kubelet = Kubelet(self.store, self.addresses)
+        self.server.logs = self.kubelet.logs
         self.services = ServiceController(self.store, self.addresses)
         self.gc = GarbageCollector(self.store)
         self._started = False

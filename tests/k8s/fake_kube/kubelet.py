@@ -97,6 +97,18 @@ class Kubelet:
             workers = list(self._workers.values())
         return {(w.namespace, w.name): pid for w in workers if (pid := w.pid()) is not None}
 
+    def logs(self, namespace: str, name: str, tail: int | None = None) -> str | None:
+        """The pod's container log (Squid's cache.log and output), None before it ran."""
+        try:
+            worker = self._worker(namespace, name)
+        except LookupError:
+            return None
+        text = worker.log()
+        if text is None:
+            return None
+        lines = text.splitlines(keepends=True)
+        return "".join(lines[-tail:] if tail else lines)
+
     def pod_address(self, namespace: str, name: str) -> str:
         address = self._worker(namespace, name).address
         if address is None:

@@ -3,6 +3,7 @@ restarts and stops it, and writes what happened into the pod's status."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import shutil
@@ -70,6 +71,19 @@ class PodWorker(threading.Thread):
     def command(self, what: str) -> None:
         self._commands.put(what)
         self._wake.set()
+
+    def log(self) -> str | None:
+        """What the container wrote (a simulated one: a line saying how it ended)."""
+        if self.directory is not None:
+            parts = []
+            for name in ("cache.log", "squid.out"):
+                with contextlib.suppress(OSError):
+                    parts.append((self.directory / name).read_text(errors="replace"))
+            return "".join(parts)
+        terminated_ = self.view.last_state.get("terminated") or self.view.state.get("terminated")
+        if terminated_:
+            return f"fake kubelet: the container exited with {terminated_['exitCode']}\n"
+        return None
 
     def pid(self) -> int | None:
         proc = self.proc

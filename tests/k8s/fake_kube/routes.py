@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +23,7 @@ _PATH = re.compile(
     r"/api/v1(?:/namespaces/(?P<ns>[^/]+))?/(?P<resource>[a-z]+)"
     r"(?:/(?P<name>[^/]+)(?:/(?P<sub>[a-z]+))?)?/?"
 )
-SUBRESOURCES = {"status"}
+SUBRESOURCES = {"status", "log"}
 VERSION = {
     "major": "1",
     "minor": "37",
@@ -52,8 +53,13 @@ class Request:
 @dataclass
 class Reply:
     code: int
-    body: Json
+    body: Json | str
+    """JSON, or text (a pod's log)."""
     headers: dict[str, str] = field(default_factory=dict)
+
+
+Logs = Callable[[str, str, int | None], str | None]
+"""(namespace, pod, tailLines) → its container's log, None when it has not started."""
 
 
 @dataclass
@@ -79,7 +85,7 @@ def classify(req: Request) -> None:
     if m.group("ns") is None and resource == "namespaces" and name:
         req.verb, req.resource, req.name = "get", "namespaces", name  # GET a namespace
         return
-    if resource not in KINDS or (sub and sub not in SUBRESOURCES):
+    if resource not in KINDS or (sub and (sub not in SUBRESOURCES or resource != "pods")):
         raise KubeError(404, "NotFound", "the server could not find the requested resource")
     req.resource = f"{resource}/{sub}" if sub else resource
     req.namespace = m.group("ns") or ""
@@ -102,7 +108,9 @@ def classify(req: Request) -> None:
         )
 
 
-def handle(req: Request, store: Store, faults: Faults, server_address: str) -> Reply | WatchReply:
+def handle(
+    req: Request, store: Store, faults: Faults, server_address: str, logs: Logs
+) -> Reply | WatchReply:
     if req.path == "/version":
         return Reply(200, VERSION)
     if req.path in ("/api", "/apis", "/api/v1"):
@@ -128,6 +136,8 @@ def handle(req: Request, store: Store, faults: Faults, server_address: str) -> R
             )
         items, rv = store.list_objects(resource, ns or None, keep)
         return Reply(200, _page(resource, items, rv, req.query))
+    if req.verb == "get" and sub == "log":
+        return Reply(200, _log(store, logs, ns, req.name, req.query))
     if req.verb == "get":
         obj = store.get(resource, ns, req.name)
         return Reply(200, obj)
@@ -179,6 +189,18 @@ def handle(req: Request, store: Store, faults: Faults, server_address: str) -> R
             200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
         )
     raise KubeError(405, "MethodNotAllowed", "the server does not allow this method")
+
+
+def _log(store: Store, logs: Logs, ns: str, name: str, query: dict[str, str]) -> str:
+    pod = store.get("pods", ns, name)
+    tail = int(query["tailLines"]) if query.get("tailLines") else None
+    text = logs(ns, name, tail)
+    if text is None:
+        container = query.get("container") or pod["spec"]["containers"][0].get("name", "")
+        raise errors.bad_request(
+            f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating'
+        )
+    return text
 
 
 def _object_body(req: Request) -> Json:

@@ -17,7 +17,7 @@ from urllib.parse import parse_qsl, urlsplit
 from .errors import KubeError
 from .events import Event
 from .faults import Call, Fault, Faults
-from .routes import Reply, Request, WatchReply, classify, handle
+from .routes import Logs, Reply, Request, WatchReply, classify, handle
 from .store import Store
 
 log = logging.getLogger(__name__)
@@ -34,6 +34,8 @@ class KubeServer(ThreadingHTTPServer):
         self.token: str | None = None
         """When set, requests must carry `Authorization: Bearer <token>` (else 401)."""
         self.bookmark_interval = 1.0
+        """Seconds between BOOKMARK events on watches that allow them."""
+        self.logs: Logs = lambda namespace, name, tail: None
         self.thread = threading.Thread(target=self.serve_forever, name="fakekube-http")
         self.thread.daemon = True
 
@@ -99,7 +101,8 @@ class _Handler(BaseHTTPRequestHandler):
                 req.body = json.loads(raw) if raw else None
             except ValueError as exc:
                 raise KubeError(400, "BadRequest", f"json: {exc}") from exc
-            reply = handle(req, self.server.store, faults, self.server.url[len("http://") :])
+            address = self.server.url[len("http://") :]
+            reply = handle(req, self.server.store, faults, address, self.server.logs)
         except KubeError as exc:
             self._record(req, exc.code)
             if req.verb == "watch" and exc.code == 410:
@@ -145,11 +148,12 @@ class _Handler(BaseHTTPRequestHandler):
             self.server.faults.record(Call(req.verb, req.resource, req.namespace, req.name, code))
 
     def _answer(
-        self, code: int, body: dict[str, Any], headers: dict[str, str] | None = None
+        self, code: int, body: dict[str, Any] | str, headers: dict[str, str] | None = None
     ) -> None:
-        data = json.dumps(body).encode()
+        text = isinstance(body, str)
+        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
         self.send_response(code)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", "text/plain" if text else "application/json")
         self.send_header("Content-Length", str(len(data)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)
