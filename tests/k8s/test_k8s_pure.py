@@ -313,6 +313,8 @@ def test_pod_state_reads_address_readiness_and_ages() -> None:
     s = pod_state(pod)
     assert s.created_at == parse_timestamp("2026-01-02T03:04:05Z") == 1767323045.0
     assert s.deleting
+    pod["status"]["phase"] = "Failed"
+    assert pod_state(pod).failure == ""  # killed by the delete, not failed
     assert parse_timestamp("yesterday") == parse_timestamp("") == 0.0
 
 

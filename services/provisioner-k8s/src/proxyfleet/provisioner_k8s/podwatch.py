@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 from collections import deque
 from collections.abc import Callable, Iterator
@@ -174,7 +175,7 @@ class PodWatch:
             rv = rv or str(meta.get("resourceVersion", ""))
             for item in doc.get("items") or []:
                 state = pod_state(item)
-                pods[state.name] = state
+                pods[state.name] = _sticky(self.pods.get(state.name), state)
             token = str(meta.get("continue") or "")
             if not token:
                 break
@@ -248,8 +249,8 @@ class PodWatch:
             loop.call_soon_threadsafe(self._apply, kind, obj)
 
     def _apply(self, kind: str, obj: Json) -> None:
-        state = pod_state(obj)
-        previous = self.pods.get(state.name)
+        previous = self.pods.get(str((obj.get("metadata") or {}).get("name", "")))
+        state = _sticky(previous, pod_state(obj))
         if kind == "DELETED":
             if previous is not None and previous.uid == state.uid:
                 del self.pods[state.name]
@@ -280,6 +281,15 @@ class PodWatch:
         if resp is not None:
             with contextlib.suppress(Exception):
                 resp.shutdown()
+
+
+def _sticky(previous: PodState | None, state: PodState) -> PodState:
+    """A pod that failed for good keeps its first reason (an OOM kill stays the reason
+    when the restarted container then crash-loops)."""
+    kept = previous is not None and previous.uid == state.uid and previous.failure
+    if previous is not None and kept and state.failure != previous.failure:
+        return dataclasses.replace(state, failure=previous.failure)
+    return state
 
 
 def _lines(resp: Any) -> Iterator[str]:

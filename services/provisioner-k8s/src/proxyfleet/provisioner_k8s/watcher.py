@@ -58,12 +58,12 @@ class PodFailureWatcher:
         for proxy_id, gen in await self._running():
             name = names.object_name(proxy_id)
             state = pods.get(name)
-            if state is not None and not state.failure:
+            if state is not None and not state.failure and not state.deleting:
                 continue
-            if state is None:
+            if state is None or state.deleting:
                 # Not in the view: made by another replica a moment ago, or really gone.
                 found = await self._provider.objects.get("pods", name)
-                if found is not None:
+                if found is not None and not (found.get("metadata") or {}).get("deletionTimestamp"):
                     continue
                 reason, label = GONE_REASON, "gone"
             else:

@@ -60,7 +60,8 @@ def pod_state(pod: Mapping[str, Any]) -> PodState:
         pod_ip=str(status.get("podIP") or ""),
         host_ip=str(status.get("hostIP") or ""),
         ready=ready,
-        failure=failure_reason(status),
+        # A pod being deleted has its containers killed: that is not a failure of its own.
+        failure="" if meta.get("deletionTimestamp") else failure_reason(status),
         deleting=bool(meta.get("deletionTimestamp")),
         resource_version=str(meta.get("resourceVersion", "")),
         labels=labels,
