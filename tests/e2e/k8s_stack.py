@@ -1,0 +1,196 @@
+"""The whole system with a Kubernetes provider: every service as a process
+(provisioner-k8s included) over real NATS and Redis, talking to the fake API server in this
+process through a kubeconfig file it writes; the fake's kubelet runs a real Squid per pod."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+import tempfile
+import threading
+from collections import Counter
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+import nats
+import redis
+from nats.aio.client import Client as NatsClient
+from nats.aio.msg import Msg
+from tests.e2e.journey import wait_for
+
+from proxyfleet.devstack.servers import free_port
+from proxyfleet.devstack.stack import Stack, StackOptions, _bin, stop_local_proxies
+
+PROVIDER = "cluster"
+NAMESPACE = "proxies"
+RESOURCES = ("pods", "secrets", "configmaps", "services")
+"""What provisioner-k8s makes per proxy (a Service only when expose is not pod_ip)."""
+
+
+def k8s_provider_yaml(kubeconfig: Path, target_port: int, expose: str, extra: str) -> str:
+    return f"""  - name: {PROVIDER}
+    type: kubernetes
+    zones: [default]
+    boot_timeout: 30
+    kubernetes:
+      namespace: {NAMESPACE}
+      kubeconfig: {kubeconfig}
+      expose: {expose}
+      source_ranges: [127.0.0.0/8]
+      connect_ports: [443, {target_port}]
+{extra}"""
+
+
+@contextmanager
+def k8s_stack(
+    fake: Any,
+    nats_url: str,
+    redis_url: str,
+    db: int,
+    *,
+    expose: str = "pod_ip",
+    extra_yaml: str = "",
+    extra_args: list[str] | None = None,
+) -> Iterator[Stack]:
+    """A started stack whose `cluster` provider is the fake at `fake` (a FakeKube), on
+    Redis database `db` (emptied first: leftovers of another test must not be granted)."""
+    base = Path(tempfile.mkdtemp(prefix="proxyfleet-k8s-"))
+    base.chmod(0o711)  # Squid run as root drops to `proxy`: the path must be traversable
+    kubeconfig = fake.write_kubeconfig(base / "kubeconfig", namespace=NAMESPACE)
+    target_port = free_port()
+    metrics_port = free_port()
+    own_redis = redis_url.rsplit("/", 1)[0] + f"/{db}"
+    with redis.Redis.from_url(own_redis) as r:
+        r.flushdb()
+    opts = StackOptions(
+        base_dir=base,
+        api_port=0,
+        nats_url=nats_url,
+        redis_url=own_redis,
+        health_interval=0.5,
+        gc_interval=1.0,
+        gc_min_age=3.0,
+        cooldown=1.0,
+        boot_timeout=30.0,
+        echo=None,
+        installation_id=f"k8s-e2e-{db}",
+        target_port=target_port,
+        extra_providers=k8s_provider_yaml(kubeconfig, target_port, expose, extra_yaml),
+        extra_services={
+            "provisioner-k8s": [
+                _bin("proxyfleet-provisioner-k8s"),
+                "--provider",
+                PROVIDER,
+                "--metrics-port",
+                str(metrics_port),
+                "--reconcile-interval",
+                "1",
+                "--failure-check-interval",
+                "1",
+                # Above any create's latency here: younger leftovers may be a create's.
+                "--sweep-min-age",
+                "30",
+                "--sweep-interval",
+                "1",
+                "--log-level",
+                "debug",
+                *(extra_args or []),
+            ]
+        },
+        extra_args={"api": ["--sweep-interval", "0.5"]},
+    )
+    s = Stack(opts)
+    try:
+        s.start()
+        # The stack waits for the API only; importing the Kubernetes client takes a while.
+        wait_for(
+            "provisioner-k8s ready",
+            lambda: _ready(f"http://127.0.0.1:{metrics_port}/readyz"),
+            timeout=90,
+        )
+        yield s
+    finally:
+        s.stop()
+        stop_local_proxies(base / "local-proxies")
+        for log in sorted((base / "logs").glob("*.log")):
+            tail = log.read_text(errors="replace").splitlines()[-15:]
+            print(f"---- {log.name} (last lines)\n" + "\n".join(tail))
+        shutil.rmtree(base, ignore_errors=True)
+
+
+def _ready(url: str) -> bool:
+    try:
+        return httpx.get(url, timeout=1).status_code == 200
+    except httpx.HTTPError:
+        return False
+
+
+def log_text(stack: Stack) -> str:
+    return "\n".join(
+        p.read_text(errors="replace") for p in (stack.opts.base_dir / "logs").glob("*.log")
+    )
+
+
+def pod_name(proxy_id: str) -> str:
+    return f"pf-{proxy_id}"
+
+
+def left_in_fake(fake: Any) -> dict[str, list[str]]:
+    """Names of the objects still in the proxy namespace, by resource (terminating ones too)."""
+    found = {
+        res: [o["metadata"]["name"] for o in fake.objects(res, NAMESPACE)] for res in RESOURCES
+    }
+    return {res: names for res, names in found.items() if names}
+
+
+def pods_per_proxy(fake: Any) -> Counter[str]:
+    """How many pods (terminating ones included) carry each proxy id."""
+    return Counter(
+        o["metadata"].get("labels", {}).get("proxyfleet.io/proxy-id", "")
+        for o in fake.objects("pods", NAMESPACE)
+    )
+
+
+class ProxyEvents:
+    """A plain core-NATS subscriber on every event, in a thread of its own, recording
+    (type, proxy id) of each message as published (a JetStream duplicate included)."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.seen: list[tuple[str, str]] = []
+        self._lock = threading.Lock()
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
+        self._nc: NatsClient | None = None
+
+    def __enter__(self) -> ProxyEvents:
+        self._thread.start()
+        asyncio.run_coroutine_threadsafe(self._subscribe(), self._loop).result(10)
+        return self
+
+    async def _subscribe(self) -> None:
+        self._nc = await nats.connect(self.url)
+
+        async def record(msg: Msg) -> None:
+            body = json.loads(msg.data)
+            with self._lock:
+                self.seen.append((str(body.get("type", "")), str(body.get("proxy_id", ""))))
+
+        await self._nc.subscribe("proxyfleet.events.>", cb=record)
+        await self._nc.flush()
+
+    def count(self, event_type: str, ids: list[str]) -> dict[str, int]:
+        """How many `event_type` events each of `ids` had."""
+        with self._lock:
+            got = Counter(pid for kind, pid in self.seen if kind == event_type)
+        return {pid: got[pid] for pid in ids}
+
+    def __exit__(self, *exc: object) -> None:
+        if self._nc is not None:
+            asyncio.run_coroutine_threadsafe(self._nc.close(), self._loop).result(10)
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join(5)
