@@ -1,7 +1,8 @@
 """Session fixtures shared by every test folder: a fresh real NATS (JetStream) and Redis on
 free ports (or the servers named by TEST_NATS_URL / TEST_REDIS_URL), clients on them, the
-clock and the registry. A folder's conftest adds only what is its own; one that needs real
-time overrides `clock` (the registry follows it).
+clock, the registry and the loopback HTTPS `target` test proxies reach. A folder's conftest
+adds only what is its own; one that needs real time overrides `clock` (the registry
+follows it).
 
 Markers are set here from what a test uses (see `pytest_collection_modifyitems`), so
 `-m "pure or store"` (`make test-fast`) selects the tests that need at most Redis."""
@@ -9,7 +10,11 @@ Markers are set here from what a test uses (see `pytest_collection_modifyitems`)
 from __future__ import annotations
 
 import os
+import re
+import subprocess
+import sys
 from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
@@ -108,6 +113,42 @@ def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     server = start_redis(tmp_path_factory.mktemp("redis"))
     yield server.url
     server.stop()
+
+
+@dataclass(frozen=True)
+class TargetServer:
+    """The dev stack's HTTPS target on 127.0.0.1: what test proxies are asked to reach."""
+
+    url: str
+    """`https://127.0.0.1:PORT/probe`."""
+    port: int
+    ca_file: str
+    """The CA that signed its certificate (PEM)."""
+    directory: Path
+
+
+@pytest.fixture(scope="session")
+def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TargetServer]:
+    """The dev stack's target, run as `python -m proxyfleet.devstack.target` (its real CLI)."""
+    directory = tmp_path_factory.mktemp("target")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "proxyfleet.devstack.target", "--port", "0", "--dir", directory],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    m = re.fullmatch(r"listening on https://127\.0\.0\.1:(\d+)\n", line)
+    assert m, f"unexpected first line from the target: {line!r}"
+    port = int(m.group(1))
+    yield TargetServer(
+        url=f"https://127.0.0.1:{port}/probe",
+        port=port,
+        ca_file=str(directory / "ca.pem"),
+        directory=directory,
+    )
+    proc.terminate()
+    proc.wait(5)
 
 
 # ---- clients ------------------------------------------------------------------------------

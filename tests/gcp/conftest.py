@@ -1,18 +1,17 @@
-"""The fake GCE endpoint (tests/gcp/fake_gce) as a fixture, and the loopback HTTPS target
-its booted Squids are tested against (`target`, as in tests/health)."""
+"""The fake GCE endpoint (tests/gcp/fake_gce) as a fixture; its booted Squids are tested
+against tests/conftest.py's loopback HTTPS `target`."""
 
 from __future__ import annotations
 
-import re
-import subprocess
-import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.conftest import TargetServer
 from tests.gcp.fake_gce import FakeGce, Settings
+
+Target = TargetServer
+"""What the fake's Squids proxy to: tests/conftest.py's session `target`."""
 
 
 @pytest.fixture
@@ -42,29 +41,3 @@ def fake_gce_factory(target: Target) -> Iterator[Callable[..., FakeGce]]:
     finally:
         for fake in made:
             fake.close()
-
-
-@dataclass(frozen=True)
-class Target:
-    url: str
-    port: int
-    ca_file: str
-
-
-@pytest.fixture(scope="session")
-def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Target]:
-    """The dev stack's HTTPS target on 127.0.0.1 (its real CLI, as tests/health runs it)."""
-    directory: Path = tmp_path_factory.mktemp("gce-target")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "proxyfleet.devstack.target", "--port", "0", "--dir", directory],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    m = re.fullmatch(r"listening on https://127\.0\.0\.1:(\d+)\n", line)
-    assert m, f"unexpected first line from the target: {line!r}"
-    port = int(m.group(1))
-    yield Target(f"https://127.0.0.1:{port}/probe", port, str(directory / "ca.pem"))
-    proc.terminate()
-    proc.wait(5)

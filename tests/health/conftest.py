@@ -1,5 +1,6 @@
-"""Health fixtures: the dev HTTPS target, real Squid and proxy.py processes, a registry with
-proxies in it, running health workers, and collectors for what they publish on NATS."""
+"""Health fixtures: real Squid and proxy.py processes (reaching tests/conftest.py's HTTPS
+`target`), a registry with proxies in it, running health workers, and collectors for what
+they publish on NATS."""
 
 from __future__ import annotations
 
@@ -7,7 +8,6 @@ import asyncio
 import contextlib
 import os
 import pwd
-import re
 import shutil
 import subprocess
 import sys
@@ -26,6 +26,7 @@ import pytest
 import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
+from tests.conftest import TargetServer
 
 from proxyfleet.common import subjects
 from proxyfleet.common.clock import SystemClock
@@ -42,41 +43,6 @@ SQUID = "/usr/sbin/squid"
 NCSA_AUTH = "/usr/lib/squid/basic_ncsa_auth"
 USER, PASSWORD = "alice", "s3cret-pw"
 PROVIDER = "local"
-
-
-# ---- the HTTPS target ---------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TargetServer:
-    url: str
-    port: int
-    ca_file: str
-    directory: Path
-
-
-@pytest.fixture(scope="session")
-def target(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TargetServer]:
-    """The dev stack's target, run as `python -m proxyfleet.devstack.target` (its real CLI)."""
-    directory = tmp_path_factory.mktemp("target")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "proxyfleet.devstack.target", "--port", "0", "--dir", directory],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    m = re.fullmatch(r"listening on https://127\.0\.0\.1:(\d+)\n", line)
-    assert m, f"unexpected first line from the target: {line!r}"
-    port = int(m.group(1))
-    yield TargetServer(
-        url=f"https://127.0.0.1:{port}/probe",
-        port=port,
-        ca_file=str(directory / "ca.pem"),
-        directory=directory,
-    )
-    proc.terminate()
-    proc.wait(5)
 
 
 # ---- real proxies -------------------------------------------------------------------------

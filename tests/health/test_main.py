@@ -12,7 +12,8 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.health.conftest import PASSWORD, PROVIDER, MakeProxy, ProxyProcess, TargetServer
+from tests.conftest import TargetServer
+from tests.health.conftest import PASSWORD, PROVIDER, MakeProxy, ProxyProcess
 
 from proxyfleet.common.models import Phase
 from proxyfleet.common.store import ProxyRegistry

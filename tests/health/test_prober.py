@@ -8,7 +8,8 @@ import time
 from collections.abc import AsyncIterator
 
 import pytest
-from tests.health.conftest import PASSWORD, USER, ProxyProcess, TargetServer
+from tests.conftest import TargetServer
+from tests.health.conftest import PASSWORD, USER, ProxyProcess
 
 from proxyfleet.common.clock import SystemClock
 from proxyfleet.common.models import Phase, Proxy

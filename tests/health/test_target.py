@@ -6,7 +6,7 @@ import ssl
 from pathlib import Path
 
 import httpx
-from tests.health.conftest import TargetServer
+from tests.conftest import TargetServer
 
 from proxyfleet.devstack.target import make_tls_material, start_target
 

@@ -6,7 +6,8 @@ import ssl
 import time
 
 import pytest
-from tests.health.conftest import PASSWORD, USER, ProxyProcess, TargetServer
+from tests.conftest import TargetServer
+from tests.health.conftest import PASSWORD, USER, ProxyProcess
 
 from proxyfleet.common.clock import SystemClock
 from proxyfleet.common.errors import ConfigError

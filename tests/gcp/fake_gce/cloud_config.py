@@ -1,11 +1,6 @@
 """What booting an instance means to the fake: the `#cloud-config` user-data's write_files,
-and the Squid config among them rewritten to run on this machine. Pure: no I/O.
-
-A real VM runs Squid as written, on every interface at the config's `http_port`. Here each
-instance gets a loopback address of its own, so every instance keeps its port; the paths the
-config names (pid file, logs, the htpasswd file it got from the same user-data) move into
-the instance's folder. The "deny the proxy's own host" rule goes by default: on a VM it
-guards the VM, here the whole test machine (and its loopback test target) would be denied.
+and the Squid config among them rewritten to run on this machine (tests/loopback_squid/conf.py
+says how: the files the user-data writes move into the instance's folder). Pure: no I/O.
 """
 
 from __future__ import annotations
@@ -18,6 +13,7 @@ from pathlib import PurePosixPath
 from typing import Any
 
 import yaml
+from tests.loopback_squid.conf import SquidConfError, rewrite_squid_conf
 
 SQUID_CONF_NAME = "squid.conf"
 
@@ -79,48 +75,18 @@ def plan_boot(
         files[local] = f
         moved[f.path] = f"{directory}/{local}"
     conf_local = next(k for k, v in files.items() if v is confs[-1])
-    text, port = _rewrite(confs[-1].content, moved, directory, bind, allow_local_destinations)
+    try:
+        text, port = rewrite_squid_conf(
+            confs[-1].content,
+            moved,
+            directory,
+            bind,
+            allow_local_destinations=allow_local_destinations,
+        )
+    except SquidConfError as exc:
+        raise CloudConfigError(str(exc)) from exc
     del files[conf_local]
     return BootPlan(files=files, squid_conf=text, port=port)
-
-
-def _rewrite(
-    conf: str, moved: dict[str, str], directory: str, bind: str, allow_local: bool
-) -> tuple[str, int]:
-    out: list[str] = []
-    port: int | None = None
-    for line in conf.splitlines():
-        words = line.split()
-        key = words[0] if words else ""
-        if key == "http_port" and len(words) > 1:
-            if port is not None:
-                continue  # one listener per instance is all the fake maps
-            port = int(words[1].rsplit(":", 1)[-1])
-            out.append(" ".join(["http_port", f"{bind}:{port}", *words[2:]]))
-        elif allow_local and words == ["http_access", "deny", "local_destinations"]:
-            continue
-        else:
-            out.append(_rewrite_line(line, key, words, moved, directory))
-    if port is None:
-        raise CloudConfigError("squid.conf: no http_port")
-    out.append(f"coredump_dir {directory}")
-    return "\n".join(out) + "\n", port
-
-
-def _rewrite_line(
-    line: str, key: str, words: list[str], moved: dict[str, str], directory: str
-) -> str:
-    if key == "pid_filename":
-        return f"pid_filename {directory}/squid.pid"
-    if key == "cache_log":
-        return f"cache_log {directory}/cache.log"
-    if key == "access_log" and words[1:2] != ["none"]:
-        return f"access_log stdio:{directory}/access.log"
-    if key == "coredump_dir":
-        return ""
-    for old, new in moved.items():
-        line = line.replace(old, new)
-    return line
 
 
 def _local_name(path: str, taken: dict[str, WriteFile]) -> str:

@@ -16,6 +16,7 @@ import yaml
 from proxyfleet.common import strict_yaml
 from proxyfleet.common.errors import ConfigError
 from proxyfleet.common.gcp_config import GcpSettings, check_gcp
+from proxyfleet.common.k8s_config import K8sSettings, check_kubernetes
 from proxyfleet.common.squid import check_source_ranges
 
 Name = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,30}$")]
@@ -135,6 +136,7 @@ class ProviderConfig(_Strict):
     local: LocalSettings | None = None
     kvm: KvmSettings | None = None
     gcp: GcpSettings | None = None
+    kubernetes: K8sSettings | None = None
 
 
 class ProvidersConfig(_Strict):
@@ -147,7 +149,7 @@ class ProvidersConfig(_Strict):
         raise KeyError(name)
 
 
-_TYPE_SECTION = {"local": "local", "kvm": "kvm", "gcp": "gcp"}
+_TYPE_SECTION = {"local": "local", "kvm": "kvm", "gcp": "gcp", "kubernetes": "kubernetes"}
 _LOC = re.compile(r" - at `\$(?P<loc>[^`]*)`$")
 
 
@@ -210,6 +212,8 @@ def _check_semantics(cfg: ProvidersConfig, path: str) -> None:
             _check_kvm(p.kvm, p.zones, f"{where}.kvm")
         if p.gcp is not None:
             check_gcp(p.gcp, p.zones, f"{where}.gcp")
+        if p.kubernetes is not None:
+            check_kubernetes(p.kubernetes, p.zones, f"{where}.kubernetes")
         for key, ranges in (("local", p.local), ("kvm", p.kvm)):
             try:
                 check_source_ranges(ranges.source_ranges if ranges else [])

@@ -1,9 +1,57 @@
-"""proxyfleet-provisioner-k8s: not built yet (issue 11)."""
+"""proxyfleet-provisioner-k8s: the shared provisioner runner with the Kubernetes adapter,
+and the watcher that fails proxies whose pod failed for good."""
 
 from __future__ import annotations
 
-import sys
+import dataclasses
+
+from proxyfleet.common import host
+from proxyfleet.common.host import Context
+from proxyfleet.common.host.spec import Run
+from proxyfleet.common.providers_config import ProviderConfig
+from proxyfleet.common.runner import provisioner_service
+from proxyfleet.common.settings import CommonSettings
+from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.provisioner_k8s.adapter import K8sProvider
+from proxyfleet.provisioner_k8s.settings import K8sProvisionerSettings as Settings
+from proxyfleet.provisioner_k8s.watcher import PodFailureWatcher
+
+
+def make_provider(entry: ProviderConfig, common: CommonSettings, settings: Settings) -> K8sProvider:
+    assert entry.kubernetes is not None  # the config check requires the section for its type
+    return K8sProvider(
+        entry.kubernetes,
+        common.installation_id,
+        entry.name,
+        zones=entry.zones,
+        tuning=settings.tuning(),
+    )
+
+
+def adjust(entry: ProviderConfig, settings: Settings) -> Settings:
+    """A create may wait up to address_timeout for its pod: republishing its intent
+    before then would only start a second waiter."""
+    floor = settings.address_timeout + settings.ack_wait
+    return dataclasses.replace(settings, stale_after=max(settings.stale_after, floor))
+
+
+def watcher(
+    provider: K8sProvider, registry: ProxyRegistry, ctx: Context[Settings]
+) -> dict[str, Run]:
+    s = ctx.settings
+    watch = PodFailureWatcher(provider, registry, s.provider, s.failure_check_interval)
+    return {"pod-failures": watch.run}
+
+
+# The providers config calls the type `kubernetes`; the command is the shorter
+# proxyfleet-provisioner-k8s (env prefix PROXYFLEET_PROVISIONER_K8S_).
+SERVICE = dataclasses.replace(
+    provisioner_service(
+        "kubernetes", "Kubernetes pods", make_provider, Settings, adjust, components=watcher
+    ),
+    name="provisioner-k8s",
+)
 
 
 def main() -> None:
-    sys.exit("proxyfleet-provisioner-k8s: not available in this release yet")
+    host.main(SERVICE)

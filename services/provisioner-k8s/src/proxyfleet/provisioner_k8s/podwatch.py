@@ -1,0 +1,304 @@
+"""One pod watch per provisioner: an in-memory view of this installation's pods that
+creates wait on and the failure watcher reads.
+
+List (paged), then watch from the list's resourceVersion; a watch that ends (its timeout,
+a dropped connection) is resumed from the last resourceVersion seen; 410 Gone (that
+version is compacted away) lists again. A full relist also runs every `relist_interval`
+as a safety net, and the runner's level-triggered reconciler catches whatever the view
+still missed. The stream is read in a thread of its own (it blocks for minutes); events
+are applied on the event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+from collections import deque
+from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from proxyfleet.common.clock import Clock
+from proxyfleet.common.errors import ProviderError, TemporaryProviderError
+from proxyfleet.common.logging import get_logger
+from proxyfleet.provisioner_k8s.calls import Json, Kube, is_gone
+from proxyfleet.provisioner_k8s.metrics import API_CALLS, WATCH_EVENTS, WATCH_RESTARTS
+from proxyfleet.provisioner_k8s.pure.classify import ApiFailure, classify
+from proxyfleet.provisioner_k8s.pure.pods import PodState, pod_state
+
+log = get_logger("proxyfleet.k8s")
+LIST_PAGE = 500
+BACKOFF_MAX = 10.0
+GONE_REMEMBERED = 10_000
+"""Uids of deleted pods kept, so a create waiting on a pod deleted meanwhile stops."""
+
+
+class PodWatch:
+    def __init__(
+        self,
+        kube: Kube,
+        namespace: str,
+        selector: str,
+        clock: Clock,
+        *,
+        watch_timeout: float,
+        relist_interval: float,
+        request_timeout: float,
+    ) -> None:
+        self._kube = kube
+        self._namespace = namespace
+        self._selector = selector
+        self._clock = clock
+        self._watch_timeout = watch_timeout
+        self._relist_interval = relist_interval
+        self._request_timeout = request_timeout
+        self.pods: dict[str, PodState] = {}
+        """Pod name -> its last known state (terminating pods included)."""
+        self._gone: deque[str] = deque(maxlen=GONE_REMEMBERED)
+        self._gone_set: set[str] = set()
+        self._changed = asyncio.Event()
+        self._synced = asyncio.Event()
+        self._first_error: ProviderError | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._thread = ThreadPoolExecutor(1, thread_name_prefix="k8s-watch")
+        self._resp: Any = None
+        self._rv = ""
+        self._closed = False
+        self.on_failure: list[Callable[[PodState], None]] = []
+        """Called (on the loop) when a pod's failure reason first appears."""
+
+    # ---- what callers use -------------------------------------------------------------
+
+    async def start(self, within: float) -> None:
+        """Start the watch once; return when the first list is in the view. A failing
+        first list is raised (temporary or permanent), and tried again on the next call."""
+        if self._task is None or self._task.done():
+            self._first_error = None
+            self._synced.clear()
+            self._task = asyncio.create_task(self._run(), name="k8s-pod-watch")
+        if self._synced.is_set():
+            return
+        waiter = asyncio.ensure_future(self._synced.wait())
+        try:
+            await asyncio.wait({waiter, self._task}, timeout=within,
+                               return_when=asyncio.FIRST_COMPLETED)  # fmt: skip
+        finally:
+            waiter.cancel()
+        if self._synced.is_set():
+            return
+        if self._first_error is not None:
+            raise self._first_error
+        raise TemporaryProviderError(f"list pods: no answer within {within:g} s")
+
+    @property
+    def synced(self) -> bool:
+        return self._synced.is_set()
+
+    def get(self, name: str) -> PodState | None:
+        return self.pods.get(name)
+
+    def is_gone(self, uid: str) -> bool:
+        return uid in self._gone_set
+
+    async def wait(self, until: Callable[[], bool], within: float) -> bool:
+        """Wait until `until()` holds (checked at every change of the view); False after
+        `within` seconds."""
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        while not until():
+            left = deadline - loop.time()
+            if left <= 0:
+                return False
+            changed = self._changed
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(changed.wait(), left)
+        return True
+
+    async def close(self) -> None:
+        self._closed = True
+        self._interrupt()
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._task
+        self._thread.shutdown(wait=False, cancel_futures=True)
+
+    def drop(self) -> None:
+        """End the current watch request (tests: a connection the network dropped)."""
+        self._interrupt()
+
+    # ---- the loop ---------------------------------------------------------------------
+
+    async def _run(self) -> None:
+        backoff = 0.5
+        last_list = float("-inf")
+        while not self._closed:
+            try:
+                if not self._rv or self._clock.now() - last_list >= self._relist_interval:
+                    if self._rv:
+                        WATCH_RESTARTS.labels("relist").inc()
+                    await self._list()
+                    last_list = self._clock.now()
+                left = self._relist_interval - (self._clock.now() - last_list)
+                seconds = max(1, int(min(self._watch_timeout, left)))
+                await self._watch(seconds)
+                WATCH_RESTARTS.labels("ended").inc()
+                backoff = 0.5
+            except ProviderError as exc:
+                if is_gone(exc):
+                    log.info("k8s.watch_gone", resource_version=self._rv)
+                    WATCH_RESTARTS.labels("gone").inc()
+                    self._rv = ""
+                    continue
+                if not self._synced.is_set():
+                    self._first_error = exc
+                    return  # start() raises it; the next start() tries again
+                WATCH_RESTARTS.labels("error").inc()
+                log.warning("k8s.watch_failed", error=str(exc), retry_in=backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(BACKOFF_MAX, backoff * 2)
+
+    async def _list(self) -> None:
+        pods: dict[str, PodState] = {}
+        token = ""
+        rv = ""
+        while True:
+            kw: dict[str, Any] = {"label_selector": self._selector, "limit": LIST_PAGE}
+            if token:
+                kw["_continue"] = token
+            doc = await self._kube.call(
+                "list", "pods", self._kube.core.list_namespaced_pod, self._namespace, **kw
+            )
+            meta = doc.get("metadata") or {}
+            rv = rv or str(meta.get("resourceVersion", ""))
+            for item in doc.get("items") or []:
+                state = pod_state(item)
+                pods[state.name] = _sticky(self.pods.get(state.name), state)
+            token = str(meta.get("continue") or "")
+            if not token:
+                break
+        for name, old in self.pods.items():
+            if name not in pods:
+                self._forget(old)
+        previous, self.pods = self.pods, pods
+        for state in pods.values():
+            self._noticed(previous.get(state.name), state)
+        self._rv = rv
+        self._synced.set()
+        self._notify()
+
+    async def _watch(self, seconds: int) -> None:
+        loop = asyncio.get_running_loop()
+        timeout = (self._request_timeout, seconds + self._request_timeout)
+
+        def stream() -> None:
+            try:
+                resp: Any = self._kube.core.list_namespaced_pod(
+                    self._namespace,
+                    label_selector=self._selector,
+                    watch=True,
+                    allow_watch_bookmarks=True,
+                    resource_version=self._rv,
+                    timeout_seconds=seconds,
+                    _preload_content=False,
+                    _request_timeout=timeout,
+                )
+            except Exception as exc:
+                raise self._kube.translate("watch", "pods", exc) from None
+            self._resp = resp
+            try:
+                for line in _lines(resp):
+                    self._event(line, loop)
+            except ProviderError:
+                raise
+            except Exception as exc:  # the connection dropped mid-stream: resume
+                if self._closed:
+                    return
+                log.info("k8s.watch_dropped", error=type(exc).__name__)
+            finally:
+                self._resp = None
+                with contextlib.suppress(Exception):
+                    resp.release_conn()
+
+        API_CALLS.labels("watch", "pods").inc()
+        await loop.run_in_executor(self._thread, stream)
+
+    def _event(self, line: str, loop: asyncio.AbstractEventLoop) -> None:
+        """One line of the stream (in the watch thread)."""
+        try:
+            event = json.loads(line)
+        except ValueError:
+            return
+        kind = str(event.get("type", ""))
+        obj = event.get("object") or {}
+        WATCH_EVENTS.labels(kind or "unknown").inc()
+        if kind == "ERROR":
+            code = obj.get("code")
+            failure = ApiFailure(
+                status=int(code) if isinstance(code, int) else 500,
+                reason=str(obj.get("reason", "")),
+                message=str(obj.get("message", "")),
+            )
+            raise self._kube.error_for("watch", "pods", classify(failure, "watch pods"))
+        rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
+        if rv:
+            self._rv = rv
+        if kind in ("ADDED", "MODIFIED", "DELETED"):
+            loop.call_soon_threadsafe(self._apply, kind, obj)
+
+    def _apply(self, kind: str, obj: Json) -> None:
+        previous = self.pods.get(str((obj.get("metadata") or {}).get("name", "")))
+        state = _sticky(previous, pod_state(obj))
+        if kind == "DELETED":
+            if previous is not None and previous.uid == state.uid:
+                del self.pods[state.name]
+            self._forget(state)
+        else:
+            self.pods[state.name] = state
+            self._noticed(previous, state)
+        self._notify()
+
+    def _noticed(self, previous: PodState | None, state: PodState) -> None:
+        if state.failure and (previous is None or not previous.failure):
+            for callback in self.on_failure:
+                callback(state)
+
+    def _forget(self, state: PodState) -> None:
+        if state.uid and state.uid not in self._gone_set:
+            if len(self._gone) == self._gone.maxlen:
+                self._gone_set.discard(self._gone[0])
+            self._gone.append(state.uid)
+            self._gone_set.add(state.uid)
+
+    def _notify(self) -> None:
+        changed, self._changed = self._changed, asyncio.Event()
+        changed.set()
+
+    def _interrupt(self) -> None:
+        resp = self._resp
+        if resp is not None:
+            with contextlib.suppress(Exception):
+                resp.shutdown()
+
+
+def _sticky(previous: PodState | None, state: PodState) -> PodState:
+    """A pod that failed for good keeps its first reason (an OOM kill stays the reason
+    when the restarted container then crash-loops)."""
+    kept = previous is not None and previous.uid == state.uid and previous.failure
+    if previous is not None and kept and state.failure != previous.failure:
+        return dataclasses.replace(state, failure=previous.failure)
+    return state
+
+
+def _lines(resp: Any) -> Iterator[str]:
+    buffer = b""
+    for chunk in resp.stream(amt=None, decode_content=False):
+        buffer += chunk
+        while b"\n" in buffer:
+            line, buffer = buffer.split(b"\n", 1)
+            if line.strip():
+                yield line.decode("utf-8", errors="replace")
+    if buffer.strip():
+        yield buffer.decode("utf-8", errors="replace")

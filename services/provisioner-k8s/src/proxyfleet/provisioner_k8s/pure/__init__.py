@@ -1,0 +1,1 @@
+"""Pure logic of the Kubernetes provisioner: names, manifests, classification. No I/O."""

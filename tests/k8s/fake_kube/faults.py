@@ -1,0 +1,110 @@
+"""Injected faults, ResourceQuota and the record of every call (what an RBAC test compares
+with a Role). Thread-safe."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+from . import errors
+from .errors import KubeError
+
+RBAC_VERBS = ("get", "list", "watch", "create", "update", "patch", "delete", "deletecollection")
+
+
+@dataclass(frozen=True)
+class Call:
+    verb: str
+    """An RBAC verb (get list watch create update patch delete deletecollection)."""
+    resource: str
+    """Plural, subresources as "pods/status"; "" for non-resource URLs (/api, /version)."""
+    namespace: str
+    """"" for a request across all namespaces (or a non-resource URL)."""
+    name: str
+    code: int
+    """The HTTP status answered."""
+
+
+@dataclass
+class Fault:
+    status: int
+    verb: str | None
+    resource: str | None
+    times: int
+    retry_after: int | None
+    reason: str | None
+    message: str | None
+
+    def matches(self, verb: str, resource: str) -> bool:
+        return self.verb in (None, verb) and self.resource in (None, resource)
+
+
+class Faults:
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._faults: list[Fault] = []
+        self._quotas: dict[str, int] = {}
+        self.quota_name = "proxyfleet-quota"
+        self.calls: list[Call] = []
+
+    def inject(
+        self,
+        status: int,
+        *,
+        verb: str | None = None,
+        resource: str | None = None,
+        times: int = 1,
+        retry_after: int | None = None,
+        reason: str | None = None,
+        message: str | None = None,
+    ) -> None:
+        if verb is not None and verb not in RBAC_VERBS:
+            raise ValueError(f"verb: expected one of {RBAC_VERBS}, not {verb!r}")
+        with self._lock:
+            self._faults.append(Fault(status, verb, resource, times, retry_after, reason, message))
+
+    def take(self, verb: str, resource: str, namespace: str, name: str) -> KubeError | None:
+        """The injected error for this call, if one is due (each counts down its `times`)."""
+        with self._lock:
+            for fault in self._faults:
+                if fault.times > 0 and fault.matches(verb, resource):
+                    fault.times -= 1
+                    self._faults = [f for f in self._faults if f.times > 0]
+                    return errors.from_code(
+                        fault.status,
+                        verb=verb,
+                        resource=resource,
+                        namespace=namespace,
+                        name=name,
+                        reason=fault.reason,
+                        message=fault.message,
+                        retry_after=fault.retry_after,
+                    )
+        return None
+
+    def set_quota(self, namespace: str, pods: int | None) -> None:
+        with self._lock:
+            if pods is None:
+                self._quotas.pop(namespace, None)
+            else:
+                self._quotas[namespace] = pods
+
+    def check_quota(self, namespace: str, name: str, used: int) -> None:
+        """403 as the ResourceQuota admission words it, when one more pod is too many."""
+        with self._lock:
+            limit = self._quotas.get(namespace)
+        if limit is not None and used + 1 > limit:
+            raise errors.forbidden(
+                "pods",
+                name,
+                f"exceeded quota: {self.quota_name}, requested: pods=1, used: pods={used}, "
+                f"limited: pods={limit}",
+            )
+
+    def record(self, call: Call) -> None:
+        with self._lock:
+            self.calls.append(call)
+
+    def snapshot(self) -> list[Call]:
+        with self._lock:
+            return list(self.calls)

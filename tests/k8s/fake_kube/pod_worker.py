@@ -1,0 +1,326 @@
+"""One pod on the fake node: a thread that pulls (or fails to), mounts, starts, probes,
+restarts and stops it, and writes what happened into the pod's status."""
+
+from __future__ import annotations
+
+import logging
+import queue
+import shutil
+import subprocess
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from tests.loopback_squid.conf import SquidConfError, first_http_port, rewrite_squid_conf
+from tests.loopback_squid.host import (
+    NoAddressLeft,
+    accepts,
+    hand_to_proxy_user,
+    kill,
+    start_squid,
+    tail,
+)
+
+from . import pod_files
+from .modes import PodMode
+from .objects import Json
+from .pod_status import PodView, render, running, terminated, waiting
+
+if TYPE_CHECKING:
+    from .kubelet import Kubelet
+
+log = logging.getLogger(__name__)
+
+EVICTED_MESSAGE = (
+    "The node was low on resource: memory. Threshold quantity: 100Mi, available: 42Mi. "
+    "Container {container} was using 120Mi, request is 64Mi, has larger consumption of memory."
+)
+
+
+class Stopped(Exception):
+    """The pod is being deleted (or the fake closed): leave at once."""
+
+
+class PodWorker(threading.Thread):
+    def __init__(self, kubelet: Kubelet, pod: Json, forget: Callable[[str], None]) -> None:
+        meta = pod["metadata"]
+        super().__init__(name=f"fakekube-pod-{meta['name']}", daemon=True)
+        self.kubelet = kubelet
+        self.pod = pod
+        self.namespace, self.name, self.uid = meta["namespace"], meta["name"], meta["uid"]
+        self.view = PodView()
+        self.address: str | None = None
+        self.directory: Path | None = None
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._forget = forget
+        self._stopping = threading.Event()
+        self._commands: queue.Queue[str] = queue.Queue()
+        self._wake = threading.Event()
+
+    # ---- from other threads ---------------------------------------------------------------
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._wake.set()
+
+    def command(self, what: str) -> None:
+        self._commands.put(what)
+        self._wake.set()
+
+    def pid(self) -> int | None:
+        proc = self.proc
+        return proc.pid if proc is not None and proc.poll() is None else None
+
+    # ---- the pod's life -------------------------------------------------------------------
+
+    def run(self) -> None:
+        try:
+            self._live()
+        except Stopped:
+            pass
+        except Exception:
+            log.exception("fake kubelet: pod %s/%s failed", self.namespace, self.name)
+        finally:
+            kill(self.proc)
+            if self.address is not None:
+                self.kubelet.addresses.release(self.address)
+            if self.directory is not None:
+                shutil.rmtree(self.directory, ignore_errors=True)
+            self.kubelet.store.release_pod(self.namespace, self.name, self.uid)
+            self._forget(self.uid)
+
+    def _live(self) -> None:
+        self._sleep(self.kubelet.start_delay)
+        mode = self.kubelet.mode_for(self.pod)
+        found = pod_files.squid_container(self.pod)
+        container = found[1] if found else self.pod["spec"]["containers"][0]
+        if mode in (PodMode.ERR_IMAGE_PULL, PodMode.IMAGE_PULL_BACKOFF):
+            self._allocate(3128)
+            self._pull_failure(container, backoff=mode is PodMode.IMAGE_PULL_BACKOFF)
+        files = self._wait_for_volumes()
+        if mode in (PodMode.CRASH_LOOP, PodMode.OOM_KILLED):
+            self._allocate(3128)
+            self._simulated_crash_loop(oom=mode is PodMode.OOM_KILLED)
+        if found is None or self.kubelet.squid is None:
+            self._allocate(pod_files.probe_port(container, 3128))
+            self._run_without_process(container, found is not None)
+        assert found is not None
+        argv, port = self._prepare(found[1], found[2], files)
+        self._run_squid(found[1], argv, port)
+
+    # ---- steps ----------------------------------------------------------------------------
+
+    def _pull_failure(self, container: Json, *, backoff: bool) -> None:
+        image = container.get("image", "")
+        self.view.state = waiting(
+            "ErrImagePull",
+            f'failed to pull and unpack image "{image}": failed to resolve reference "{image}": '
+            f"{image}: not found",
+        )
+        self._push()
+        if backoff:
+            self._sleep(self.kubelet.backoff)
+            self.view.state = waiting("ImagePullBackOff", f'Back-off pulling image "{image}"')
+            self._push()
+        self._sleep(None)
+
+    def _wait_for_volumes(self) -> pod_files.PodFiles:
+        reported = ""
+        while True:
+            try:
+                return pod_files.volume_files(self.pod, self._lookup)
+            except pod_files.MissingVolume as exc:
+                if str(exc) != reported:
+                    reported = str(exc)
+                    self.view.state = waiting("ContainerCreating")
+                    self.view.message = ""
+                    self._push()
+                self._sleep(0.05)
+
+    def _simulated_crash_loop(self, *, oom: bool) -> None:
+        reason, code = ("OOMKilled", 137) if oom else ("Error", 1)
+        never = self.pod["spec"].get("restartPolicy") == "Never"
+        delay = self.kubelet.backoff
+        self.view.phase = "Running"
+        while True:
+            started = time.time()
+            self.view.started, self.view.state = True, running(started)
+            self._push()
+            self._sleep(0.05)
+            ended = terminated(reason, code, started, time.time())
+            self.view.started = False
+            if never:
+                self.view.phase, self.view.state = "Failed", ended
+                self._push()
+                self._sleep(None)
+            self.view.last_state = ended
+            self.view.restarts += 1
+            if self.view.restarts >= self.kubelet.crash_loop_after:
+                name = self.pod["spec"]["containers"][0].get("name", "")
+                self.view.state = waiting(
+                    "CrashLoopBackOff",
+                    f"back-off {delay:g}s restarting failed container={name} pod={self.name}_"
+                    f"{self.namespace}({self.uid})",
+                )
+            self._push()
+            self._sleep(delay)
+            delay = min(delay * 2, self.kubelet.backoff * 256)
+
+    def _run_without_process(self, container: Json, wanted_squid: bool) -> None:
+        """No Squid to run (another command, or none installed): Running; Ready when
+        nothing probes it; with a Squid command and no squid here, say so."""
+        if wanted_squid:
+            self.view.state = waiting(
+                "CreateContainerError", "squid is not installed on the fake node"
+            )
+            self._push()
+            self._sleep(None)
+        self.view.phase, self.view.started = "Running", True
+        self.view.state = running(time.time())
+        self.view.ready = "readinessProbe" not in container
+        self._push()
+        self._sleep(None)
+
+    def _prepare(
+        self, container: Json, conf_path: str, files: pod_files.PodFiles
+    ) -> tuple[list[str], int]:
+        directory = self.kubelet.root / f"{self.namespace}-{self.name}-{self.kubelet.next_serial()}"
+        self.directory = directory
+        volume_dirs: dict[str, str] = {}
+        for volume, entries in files.volumes.items():
+            folder = directory / "volumes" / volume
+            folder.mkdir(parents=True, mode=0o755)
+            volume_dirs[volume] = str(folder)
+            for f in entries:
+                target = folder / f.path
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_bytes(f.content)
+                target.chmod(f.mode)
+        mounted = pod_files.mounts(container, volume_dirs)
+        local = pod_files.local_path(conf_path, mounted)
+        try:
+            conf = _read_conf(conf_path, local)
+            address = self._allocate(first_http_port(conf))
+            text, port = rewrite_squid_conf(conf, mounted, str(directory), address)
+        except (SquidConfError, NoAddressLeft) as exc:
+            self.view.state = waiting("CreateContainerConfigError", str(exc))
+            self._push()
+            self._sleep(None)
+        (directory / "squid.conf").write_text(text)
+        hand_to_proxy_user(directory, recursive=True)
+        assert self.kubelet.squid is not None
+        service = f"pfk8s{self.kubelet.root.name[-6:]}x{directory.name.rsplit('-', 1)[-1]}"
+        argv = pod_files.squid_argv(
+            container, self.kubelet.squid, str(directory / "squid.conf"), service
+        )
+        return argv, pod_files.probe_port(container, port)
+
+    def _run_squid(self, container: Json, argv: list[str], probe_port: int) -> None:
+        assert self.directory is not None
+        assert self.address is not None
+        delay = self.kubelet.backoff
+        quick_exits = 0
+        self.view.phase = "Running"
+        while True:
+            started = time.time()
+            self.proc = start_squid(argv, self.directory)
+            self.view.started, self.view.ready = True, False
+            self.view.state = running(started)
+            self._push()
+            killed_as = self._watch_process(probe_port, started)
+            code = self.proc.returncode
+            exit_code = 128 - code if code < 0 else code
+            reason = killed_as or ("Completed" if exit_code == 0 else "Error")
+            why = "" if killed_as else tail(self.directory / "cache.log")
+            ended = terminated(reason, exit_code, started, time.time(), why)
+            self.view.started, self.view.ready = False, False
+            policy = self.pod["spec"].get("restartPolicy", "Always")
+            if policy == "Never" or (policy == "OnFailure" and exit_code == 0):
+                self.view.phase = "Failed" if exit_code else "Succeeded"
+                self.view.state = ended
+                self._push()
+                self._sleep(None)
+            self.view.restarts += 1
+            self.view.last_state = ended
+            quick_exits = quick_exits + 1 if time.time() - started < 10 else 1
+            if quick_exits >= self.kubelet.crash_loop_after:
+                self.view.state = waiting(
+                    "CrashLoopBackOff",
+                    f"back-off {delay:g}s restarting failed container={container.get('name')} "
+                    f"pod={self.name}_{self.namespace}({self.uid})",
+                )
+                self._push()
+                self._sleep(delay)
+                delay = min(delay * 2, self.kubelet.backoff * 256)
+
+    def _watch_process(self, probe_port: int, started: float) -> str:
+        """Until the process exits: Ready once the probe port accepts; the reason it was
+        killed for ("" when it exited by itself). An eviction never returns."""
+        assert self.proc is not None
+        assert self.address is not None
+        while self.proc.poll() is None:
+            if not self.view.ready and accepts(self.address, probe_port, timeout=0.2):
+                self.view.ready = True
+                self._push()
+            try:
+                what = self._commands.get_nowait()
+            except queue.Empty:
+                self._sleep(0.05 if not self.view.ready else 0.2, wake=True)
+                continue
+            kill(self.proc)
+            if what == "evict":
+                self._evicted(started)
+            return "OOMKilled" if what == "oom" else "Error"
+        return ""
+
+    def _evicted(self, started: float) -> None:
+        name = self.pod["spec"]["containers"][0].get("name", "")
+        self.view.phase, self.view.ready, self.view.started = "Failed", False, False
+        self.view.reason = "Evicted"
+        self.view.message = EVICTED_MESSAGE.format(container=name)
+        self.view.disruption = "TerminationByKubelet"
+        self.view.state = terminated("Error", 137, started, time.time())
+        self._push()
+        self._sleep(None)
+
+    # ---- helpers --------------------------------------------------------------------------
+
+    def _allocate(self, port: int) -> str:
+        if self.address is None:
+            self.address = self.kubelet.addresses.allocate(port)
+            self.view.pod_ip = self.address
+        return self.address
+
+    def _lookup(self, resource: str, name: str) -> Json | None:
+        return self.kubelet.store.find(resource, self.namespace, name)
+
+    def _push(self) -> None:
+        view, uid, now = self.view, self.uid, time.time()
+
+        def change(pod: Json) -> None:
+            if pod["metadata"]["uid"] == uid:
+                pod["status"] = render(pod, view, now)
+
+        self.kubelet.store.mutate("pods", self.namespace, self.name, change)
+
+    def _sleep(self, seconds: float | None, *, wake: bool = False) -> None:
+        """Wait `seconds` (None: until stopped); Stopped when the pod is to go."""
+        if self._stopping.is_set():
+            raise Stopped
+        if seconds is None:
+            self._stopping.wait()
+        elif wake:
+            self._wake.wait(seconds)
+            self._wake.clear()
+        else:
+            self._stopping.wait(seconds)
+        if self._stopping.is_set():
+            raise Stopped
+
+
+def _read_conf(conf_path: str, local: str | None) -> str:
+    if local is None or not Path(local).is_file():
+        raise SquidConfError(f"{conf_path}: no such file in the container's mounts")
+    return Path(local).read_text()

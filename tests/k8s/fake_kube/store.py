@@ -1,0 +1,395 @@
+"""The API server's storage: objects by (resource, namespace, name), one resourceVersion
+counter for all of them (as etcd's revision), the event history watches resume from, and
+the deletion rules (finalizers, deletionTimestamp, a pod kept until its kubelet let go).
+
+Thread-safe: every method takes `lock`. Listeners (the kubelet, the garbage collector, the
+service controller) are called under it and must only enqueue work.
+"""
+
+from __future__ import annotations
+
+import copy
+import queue
+import threading
+import time
+import uuid
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from . import errors, objects, validation
+from .errors import KubeError
+from .objects import KINDS, RETURNS_OBJECT_ON_DELETE, Json
+
+HISTORY_LIMIT = 10_000
+"""Events kept for resuming watches; older resourceVersions get 410 Gone."""
+ORPHAN = "orphan"
+FOREGROUND = "foregroundDeletion"
+
+
+@dataclass(frozen=True)
+class Event:
+    type: str
+    """ADDED, MODIFIED or DELETED."""
+    resource: str
+    obj: Json
+    rv: int
+
+    @property
+    def namespace(self) -> str:
+        return str(self.obj["metadata"].get("namespace", ""))
+
+
+@dataclass
+class Watcher:
+    """One open watch: the events after it subscribed, then None when it must end."""
+
+    resource: str
+    namespace: str | None
+    events: queue.Queue[Event | None] = field(default_factory=queue.Queue)
+    closed: bool = False
+
+
+Key = tuple[str, str, str]
+"""(resource, namespace, name)."""
+
+
+class Store:
+    def __init__(self, now: Callable[[], float] = time.time, first_rv: int = 1000) -> None:
+        self.lock = threading.RLock()
+        self.now = now
+        self._rv = first_rv
+        self._objects: dict[Key, Json] = {}
+        self._history: deque[Event] = deque()
+        self.compacted_rv = first_rv
+        """Watches from a resourceVersion older than this get 410 Gone."""
+        self.history_limit = HISTORY_LIMIT
+        self._watchers: list[Watcher] = []
+        self.listeners: list[Callable[[Event], None]] = []
+        self.on_create: list[Callable[[str, Json], None]] = []
+        """Called with each new object before it is stored (allocators); may raise."""
+        self._released: set[str] = set()
+        """uids of pods whose kubelet has stopped them (they may leave the store)."""
+
+    # ---- reads ----------------------------------------------------------------------------
+
+    @property
+    def resource_version(self) -> int:
+        with self.lock:
+            return self._rv
+
+    def get(self, resource: str, namespace: str, name: str) -> Json:
+        with self.lock:
+            obj = self._objects.get((resource, namespace, name))
+            if obj is None:
+                raise errors.not_found(resource, name)
+            return copy.deepcopy(obj)
+
+    def find(self, resource: str, namespace: str, name: str) -> Json | None:
+        with self.lock:
+            obj = self._objects.get((resource, namespace, name))
+            return copy.deepcopy(obj) if obj is not None else None
+
+    def list_objects(
+        self,
+        resource: str,
+        namespace: str | None,
+        keep: Callable[[Json], bool] = lambda _: True,
+    ) -> tuple[list[Json], int]:
+        """Matching objects sorted by namespace and name, and the current resourceVersion."""
+        with self.lock:
+            items = [
+                copy.deepcopy(o)
+                for (r, ns, _), o in sorted(self._objects.items())
+                if r == resource and (namespace is None or ns == namespace) and keep(o)
+            ]
+            return items, self._rv
+
+    def uids(self) -> set[str]:
+        with self.lock:
+            return {str(o["metadata"]["uid"]) for o in self._objects.values()}
+
+    def all_objects(self) -> list[tuple[str, Json]]:
+        with self.lock:
+            return [(r, copy.deepcopy(o)) for (r, _, _), o in sorted(self._objects.items())]
+
+    # ---- writes ---------------------------------------------------------------------------
+
+    def create(self, resource: str, namespace: str, body: Json) -> Json:
+        kind = KINDS[resource]
+        if (missing := validation.require_name(kind, body)) is not None:
+            raise missing
+        meta = body.get("metadata") or {}
+        with self.lock:
+            name = str(meta.get("name") or "")
+            if not name:
+                name = self._generate_name(resource, namespace, str(meta["generateName"]))
+            validation.validate(kind, {**body, "metadata": {**meta, "name": name}})
+            if (resource, namespace, name) in self._objects:
+                raise errors.already_exists(resource, name)
+            obj = objects.prepare_new(
+                resource, namespace, body, name=name, uid=str(uuid.uuid4()), now=self.now()
+            )
+            for hook in self.on_create:
+                hook(resource, obj)
+            self._store(resource, obj, "ADDED")
+            return copy.deepcopy(obj)
+
+    def update(
+        self, resource: str, namespace: str, name: str, body: Json, subresource: str = ""
+    ) -> Json:
+        """A PUT (or a patched object): 409 Conflict when its resourceVersion is stale."""
+        with self.lock:
+            current = self._objects.get((resource, namespace, name))
+            if current is None:
+                raise errors.not_found(resource, name)
+            meta = body.get("metadata") or {}
+            if meta.get("name") not in (None, "", name):
+                raise errors.bad_request(
+                    f"the name of the object ({meta.get('name')}) does not match the name on "
+                    f"the URL ({name})"
+                )
+            wanted = meta.get("resourceVersion")
+            if wanted not in (None, "") and str(wanted) != current["metadata"]["resourceVersion"]:
+                raise errors.conflict(resource, name)
+            new = objects.merge_for_update(resource, current, body, subresource)
+            validation.validate(KINDS[resource], new)
+            self._check_finalizers(resource, current, new)
+            return self._replace(resource, current, new)
+
+    def mutate(
+        self, resource: str, namespace: str, name: str, change: Callable[[Json], None]
+    ) -> Json | None:
+        """Change an object in place as a controller does (no resourceVersion check);
+        None if it is gone."""
+        with self.lock:
+            current = self._objects.get((resource, namespace, name))
+            if current is None:
+                return None
+            new = copy.deepcopy(current)
+            change(new)
+            return self._replace(resource, current, new)
+
+    def delete(self, resource: str, namespace: str, name: str, options: Json) -> Json:
+        """The answer to a DELETE: the object (pods, services) or a Status."""
+        with self.lock:
+            current = self._objects.get((resource, namespace, name))
+            if current is None:
+                raise errors.not_found(resource, name)
+            pre = options.get("preconditions") or {}
+            meta = current["metadata"]
+            if pre.get("uid") not in (None, meta["uid"]):
+                raise KubeError(
+                    409,
+                    "Conflict",
+                    f"Precondition failed: UID in precondition: {pre['uid']}, UID in object "
+                    f"meta: {meta['uid']}",
+                    {"name": name, "kind": resource},
+                )
+            if pre.get("resourceVersion") not in (None, meta["resourceVersion"]):
+                raise errors.conflict(resource, name)
+            policy = _policy(options)
+            new = copy.deepcopy(current)
+            new_meta = new["metadata"]
+            finalizers = list(new_meta.get("finalizers") or [])
+            if policy == "Orphan" and ORPHAN not in finalizers:
+                finalizers.append(ORPHAN)
+            if policy == "Foreground" and FOREGROUND not in finalizers:
+                finalizers.append(FOREGROUND)
+            if policy == "Background":
+                finalizers = [f for f in finalizers if f not in (ORPHAN, FOREGROUND)]
+            if finalizers:
+                new_meta["finalizers"] = finalizers
+            graceful = resource == "pods" and not _terminal(current)
+            grace = _grace(options, current) if graceful else 0
+            if grace == 0 and resource == "pods":
+                self._released.add(meta["uid"])  # forced: gone from the API at once
+            if finalizers or (resource == "pods" and meta["uid"] not in self._released):
+                if "deletionTimestamp" not in new_meta:
+                    new_meta["deletionTimestamp"] = objects.rfc3339(self.now() + grace)
+                    new_meta["deletionGracePeriodSeconds"] = grace
+                answer = self._replace(resource, current, new)
+            else:
+                answer = self._remove(resource, current)
+            if resource in RETURNS_OBJECT_ON_DELETE:
+                return answer
+            return {
+                "kind": "Status",
+                "apiVersion": "v1",
+                "metadata": {},
+                "status": "Success",
+                "details": {"name": name, "kind": resource, "uid": meta["uid"]},
+            }
+
+    def release_pod(self, namespace: str, name: str, uid: str) -> None:
+        """The kubelet has stopped the pod: once deleted (and finalized) it may go."""
+        with self.lock:
+            self._released.add(uid)
+            current = self._objects.get(("pods", namespace, name))
+            if current is not None and current["metadata"]["uid"] == uid:
+                self._maybe_remove("pods", current)
+
+    def remove_finalizer(self, resource: str, namespace: str, name: str, finalizer: str) -> None:
+        def drop(obj: Json) -> None:
+            left = [f for f in obj["metadata"].get("finalizers") or [] if f != finalizer]
+            if left:
+                obj["metadata"]["finalizers"] = left
+            else:
+                obj["metadata"].pop("finalizers", None)
+
+        self.mutate(resource, namespace, name, drop)
+
+    # ---- watches --------------------------------------------------------------------------
+
+    def watch(
+        self, resource: str, namespace: str | None, since: int | None, keep: Callable[[Json], bool]
+    ) -> tuple[Watcher, list[Event]]:
+        """A subscription and the events it starts with: every object as ADDED when `since`
+        is None (or 0), else the history after `since` (410 Gone when that is forgotten)."""
+        with self.lock:
+            if since is None:
+                first = [
+                    Event("ADDED", resource, o, int(o["metadata"]["resourceVersion"]))
+                    for o in self.list_objects(resource, namespace, keep)[0]
+                ]
+            else:
+                if since < self.compacted_rv:
+                    raise errors.expired(f"too old resource version: {since} ({self.compacted_rv})")
+                first = [
+                    e
+                    for e in self._history
+                    if e.rv > since
+                    and e.resource == resource
+                    and (namespace is None or e.namespace == namespace)
+                    and keep(e.obj)
+                ]
+            watcher = Watcher(resource, namespace)
+            self._watchers.append(watcher)
+            return watcher, first
+
+    def unwatch(self, watcher: Watcher) -> None:
+        with self.lock:
+            watcher.closed = True
+            if watcher in self._watchers:
+                self._watchers.remove(watcher)
+
+    def drop_watches(self) -> int:
+        with self.lock:
+            dropped = list(self._watchers)
+            self._watchers.clear()
+        for w in dropped:
+            w.closed = True
+            w.events.put(None)
+        return len(dropped)
+
+    def compact(self) -> None:
+        with self.lock:
+            self._history.clear()
+            self.compacted_rv = self._rv
+
+    # ---- internals ------------------------------------------------------------------------
+
+    def _generate_name(self, resource: str, namespace: str, prefix: str) -> str:
+        for _ in range(100):
+            name = prefix + uuid.uuid4().hex[:5]
+            if (resource, namespace, name) not in self._objects:
+                return name
+        raise errors.already_exists(resource, prefix)
+
+    def _check_finalizers(self, resource: str, current: Json, new: Json) -> None:
+        if "deletionTimestamp" not in current["metadata"]:
+            return
+        added = set(new["metadata"].get("finalizers") or []) - set(
+            current["metadata"].get("finalizers") or []
+        )
+        if added:
+            raise errors.invalid(
+                KINDS[resource],
+                current["metadata"]["name"],
+                [
+                    errors.Cause(
+                        "metadata.finalizers",
+                        "FieldValueForbidden",
+                        "Forbidden: no new finalizers can be added if the object is being deleted, "
+                        f"found new finalizers {sorted(added)}",
+                    )
+                ],
+            )
+
+    def _replace(self, resource: str, current: Json, new: Json) -> Json:
+        if new == current:
+            return copy.deepcopy(current)
+        if not new["metadata"].get("finalizers"):
+            new["metadata"].pop("finalizers", None)
+        self._store(resource, new, "MODIFIED")
+        self._maybe_remove(resource, new)
+        return copy.deepcopy(new)
+
+    def _maybe_remove(self, resource: str, obj: Json) -> None:
+        meta = obj["metadata"]
+        if "deletionTimestamp" not in meta or meta.get("finalizers"):
+            return
+        if resource == "pods" and meta["uid"] not in self._released:
+            return
+        self._remove(resource, obj)
+
+    def _remove(self, resource: str, obj: Json) -> Json:
+        meta = obj["metadata"]
+        self._objects.pop((resource, meta["namespace"], meta["name"]), None)
+        self._released.discard(meta["uid"])
+        gone = copy.deepcopy(obj)
+        self._rv += 1
+        gone["metadata"]["resourceVersion"] = str(self._rv)
+        self._emit(Event("DELETED", resource, gone, self._rv))
+        return copy.deepcopy(gone)
+
+    def _store(self, resource: str, obj: Json, kind: str) -> None:
+        self._rv += 1
+        meta = obj["metadata"]
+        meta["resourceVersion"] = str(self._rv)
+        self._objects[(resource, meta["namespace"], meta["name"])] = obj
+        self._emit(Event(kind, resource, copy.deepcopy(obj), self._rv))
+
+    def _emit(self, event: Event) -> None:
+        self._history.append(event)
+        while len(self._history) > self.history_limit:
+            self.compacted_rv = self._history.popleft().rv
+        for w in self._watchers:
+            if w.resource == event.resource and w.namespace in (None, event.namespace):
+                w.events.put(event)
+        for listener in self.listeners:
+            listener(event)
+
+
+def _policy(options: Json) -> str:
+    policy = options.get("propagationPolicy")
+    if policy is None and options.get("orphanDependents") is not None:
+        policy = "Orphan" if options["orphanDependents"] else "Background"
+    if policy not in (None, "Background", "Foreground", "Orphan"):
+        raise errors.bad_request(f'unsupported propagationPolicy "{policy}"')
+    return str(policy or "Background")
+
+
+def _grace(options: Json, pod: Json) -> int:
+    value = options.get("gracePeriodSeconds")
+    if value is None:
+        value = pod["spec"].get("terminationGracePeriodSeconds", 30)
+    return max(0, int(value))
+
+
+def _terminal(pod: Json) -> bool:
+    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
+
+
+def watch_filter(since: str | None) -> int | None:
+    """A watch's `resourceVersion` parameter: None (absent, "" or "0": start with every
+    object) or the version to resume after."""
+    if since in (None, "", "0"):
+        return None
+    try:
+        return int(str(since))
+    except ValueError:
+        raise errors.bad_request(f'resourceVersion: Invalid value: "{since}"') from None
+
+
+__all__ = ["Event", "Store", "Watcher", "watch_filter"]
