@@ -5,6 +5,7 @@ a raw CONNECT)."""
 from __future__ import annotations
 
 import base64
+import json
 import socket
 import time
 from collections.abc import Callable, Iterator
@@ -12,6 +13,7 @@ from typing import Any, TypeVar
 
 import pytest
 from kubernetes import client, watch
+from kubernetes.client.exceptions import ApiException
 from tests.conftest import TargetServer
 from tests.k8s.fake_kube import FakeKube, manifests
 
@@ -32,6 +34,24 @@ def fake_kube(target: TargetServer) -> Iterator[FakeKube]:
         yield fake
     finally:
         fake.close()
+
+
+@pytest.fixture
+def fake_kube_factory(target: TargetServer) -> Iterator[Callable[..., FakeKube]]:
+    """Started fakes made with other arguments (`FakeKube(**kwargs)`, e.g. `now=`); all
+    are closed at teardown."""
+    made: list[FakeKube] = []
+
+    def make(**kwargs: Any) -> FakeKube:
+        fake = FakeKube(**kwargs).start()
+        made.append(fake)
+        return fake
+
+    try:
+        yield make
+    finally:
+        for fake in made:
+            fake.close()
 
 
 @pytest.fixture
@@ -106,6 +126,14 @@ def connect_status(address: str, port: int, target_port: int, auth: tuple[str, s
         s.sendall(("\r\n".join(lines) + "\r\n\r\n").encode())
         status_line = s.makefile("rb").readline().decode()
     return int(status_line.split()[1])
+
+
+def status_body(exc: ApiException) -> dict[str, Any]:
+    """The Status object an ApiException carries."""
+    body = json.loads(exc.body or "{}")
+    assert isinstance(body, dict)
+    assert body.get("kind") == "Status"
+    return body
 
 
 def new_watch() -> Any:

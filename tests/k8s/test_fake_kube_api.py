@@ -4,6 +4,7 @@ update, delete, errors, and resourceVersions."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 import pytest
 from kubernetes import client
@@ -270,3 +271,23 @@ def test_objects_are_the_json_the_api_returns(fake_kube: FakeKube, core_v1: Core
     assert stored == sent
     assert stored["apiVersion"] == "v1"
     assert stored["kind"] == "ConfigMap"
+
+
+def test_a_pod_spec_is_immutable_but_for_its_images(core_v1: Core) -> None:
+    core_v1.create_namespaced_pod(NAMESPACE, _pod("im"))
+    changed = core_v1.patch_namespaced_pod(
+        "im", NAMESPACE, {"spec": {"containers": [{"name": "main", "image": "busybox:1.37"}]}}
+    )
+    assert changed.spec.containers[0].image == "busybox:1.37"
+    with pytest.raises(ApiException) as exc:
+        core_v1.patch_namespaced_pod("im", NAMESPACE, {"spec": {"restartPolicy": "Never"}})
+    assert exc.value.status == 422
+    assert "pod updates may not change fields" in str(_status(exc)["message"])
+
+
+def test_timestamps_follow_the_fakes_clock(fake_kube_factory: Callable[..., FakeKube]) -> None:
+    fake = fake_kube_factory(now=lambda: 1_000_000_000.0)
+    with client.ApiClient(fake.configuration()) as api_client:
+        client.CoreV1Api(api_client).create_namespaced_config_map(NAMESPACE, _config_map("old"))
+    [made] = fake.objects("configmaps")
+    assert made["metadata"]["creationTimestamp"] == "2001-09-09T01:46:40Z"

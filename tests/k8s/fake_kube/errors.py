@@ -156,6 +156,9 @@ def from_code(
         504: "The server was unable to return a response in the time allotted, but may "
         "still be processing the request",
     }.get(code, f"injected fault {code}")
+    if code == 409 and verb == "create":
+        default = f"{_ref(resource, name)} already exists"
+        reason = reason or "AlreadyExists"
     text = message or default
     if code == 403 and message is None:
         text = f"{_ref(resource, name)} is forbidden: {text}"

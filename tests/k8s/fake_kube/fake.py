@@ -3,13 +3,15 @@ and stopped together."""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 import yaml
 from kubernetes import client
 from tests.loopback_squid.host import LoopbackAddresses
 
-from .faults import RBAC_VERBS, Call, Faults
+from .faults import RBAC_VERBS, Call, Fault, Faults
 from .gc import GarbageCollector
 from .kubelet import Kubelet
 from .objects import Json
@@ -19,12 +21,15 @@ from .store import Store
 
 
 class FakeKube:
-    def __init__(self) -> None:
-        self.store = Store()
+    def __init__(self, now: Callable[[], float] = time.time) -> None:
+        """`now`: the clock of creationTimestamp and deletionTimestamp (the kubelet's
+        status times are real time)."""
+        self.store = Store(now)
         self.faults = Faults()
         self.addresses = LoopbackAddresses()
         self.server = KubeServer(self.store, self.faults)
         self.kubelet = Kubelet(self.store, self.addresses)
+        self.server.logs = self.kubelet.logs
         self.services = ServiceController(self.store, self.addresses)
         self.gc = GarbageCollector(self.store)
         self._started = False
@@ -115,15 +120,43 @@ class FakeKube:
     ) -> None:
         """The next `times` matching requests answer that Status instead (429 carries
         Retry-After: `retry_after`, 1 by default)."""
-        self.faults.inject(
-            status,
-            verb=verb,
-            resource=resource,
-            times=times,
-            retry_after=retry_after,
-            reason=reason,
-            message=message,
+        self.faults.add(
+            Fault(
+                "status",
+                verb,
+                resource,
+                times,
+                status=status,
+                retry_after=retry_after,
+                reason=reason,
+                message=message,
+            )
         )
+
+    def inject_delay(
+        self,
+        seconds: float,
+        *,
+        verb: str | None = None,
+        resource: str | None = None,
+        times: int = 1,
+    ) -> None:
+        """The next `times` matching requests are answered `seconds` late (a client's
+        `_request_timeout` then fires first)."""
+        self.faults.add(Fault("delay", verb, resource, times, seconds=seconds))
+
+    def inject_disconnect(
+        self,
+        *,
+        verb: str | None = None,
+        resource: str | None = None,
+        times: int = 1,
+        after: bool = False,
+    ) -> None:
+        """The next `times` matching requests get their connection closed unanswered:
+        before anything happened, or with `after` once the call was carried out (a create
+        that landed though the client saw an error). Recorded with code 0."""
+        self.faults.add(Fault("disconnect", verb, resource, times, after=after))
 
     def quota(self, namespace: str, pods: int | None) -> None:
         """Pod creates beyond `pods` non-terminated pods answer 403 "exceeded quota: ..."

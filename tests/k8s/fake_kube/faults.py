@@ -27,16 +27,33 @@ class Call:
 
 @dataclass
 class Fault:
-    status: int
+    kind: str
+    """"status" (answer `status`), "delay" (answer `seconds` late) or "disconnect" (close
+    the connection unanswered, before the call is carried out or, with `after`, after)."""
     verb: str | None
     resource: str | None
     times: int
-    retry_after: int | None
-    reason: str | None
-    message: str | None
+    status: int = 0
+    retry_after: int | None = None
+    reason: str | None = None
+    message: str | None = None
+    seconds: float = 0.0
+    after: bool = False
 
     def matches(self, verb: str, resource: str) -> bool:
         return self.verb in (None, verb) and self.resource in (None, resource)
+
+    def error(self, verb: str, resource: str, namespace: str, name: str) -> KubeError:
+        return errors.from_code(
+            self.status,
+            verb=verb,
+            resource=resource,
+            namespace=namespace,
+            name=name,
+            reason=self.reason,
+            message=self.message,
+            retry_after=self.retry_after,
+        )
 
 
 class Faults:
@@ -47,39 +64,20 @@ class Faults:
         self.quota_name = "proxyfleet-quota"
         self.calls: list[Call] = []
 
-    def inject(
-        self,
-        status: int,
-        *,
-        verb: str | None = None,
-        resource: str | None = None,
-        times: int = 1,
-        retry_after: int | None = None,
-        reason: str | None = None,
-        message: str | None = None,
-    ) -> None:
-        if verb is not None and verb not in RBAC_VERBS:
-            raise ValueError(f"verb: expected one of {RBAC_VERBS}, not {verb!r}")
+    def add(self, fault: Fault) -> None:
+        if fault.verb is not None and fault.verb not in RBAC_VERBS:
+            raise ValueError(f"verb: expected one of {RBAC_VERBS}, not {fault.verb!r}")
         with self._lock:
-            self._faults.append(Fault(status, verb, resource, times, retry_after, reason, message))
+            self._faults.append(fault)
 
-    def take(self, verb: str, resource: str, namespace: str, name: str) -> KubeError | None:
-        """The injected error for this call, if one is due (each counts down its `times`)."""
+    def take(self, verb: str, resource: str) -> Fault | None:
+        """The first injected fault due for this call (each counts down its `times`)."""
         with self._lock:
             for fault in self._faults:
                 if fault.times > 0 and fault.matches(verb, resource):
                     fault.times -= 1
                     self._faults = [f for f in self._faults if f.times > 0]
-                    return errors.from_code(
-                        fault.status,
-                        verb=verb,
-                        resource=resource,
-                        namespace=namespace,
-                        name=name,
-                        reason=fault.reason,
-                        message=fault.message,
-                        retry_after=fault.retry_after,
-                    )
+                    return fault
         return None
 
     def set_quota(self, namespace: str, pods: int | None) -> None:

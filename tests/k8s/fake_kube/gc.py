@@ -9,9 +9,11 @@ import contextlib
 import logging
 import threading
 
+from .deletion import FOREGROUND, ORPHAN
 from .errors import KubeError
+from .events import Event
 from .objects import Json
-from .store import FOREGROUND, ORPHAN, Event, Store
+from .store import Store
 
 log = logging.getLogger(__name__)
 
@@ -20,6 +22,7 @@ class GarbageCollector:
     def __init__(self, store: Store) -> None:
         self.store = store
         self._dirty = threading.Event()
+        self._paused = False
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="fakekube-gc", daemon=True)
         store.listeners.append(self._on_event)
@@ -32,6 +35,14 @@ class GarbageCollector:
         self._dirty.set()
         self._thread.join(5)
 
+    def pause(self) -> None:
+        """Collect nothing until `resume` (leftovers for a sweeper's test)."""
+        self._paused = True
+
+    def resume(self) -> None:
+        self._paused = False
+        self._dirty.set()
+
     def _on_event(self, event: Event) -> None:
         self._dirty.set()
 
@@ -41,6 +52,8 @@ class GarbageCollector:
             self._dirty.clear()
             if self._closed.is_set():
                 return
+            if self._paused:
+                continue
             try:
                 self.sweep()
             except Exception:

@@ -9,14 +9,16 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import uuid
 from pathlib import Path
 
 from tests.loopback_squid.host import LoopbackAddresses, find_squid, make_root
 
+from .events import Event
 from .modes import PodMode
 from .objects import Json
 from .pod_worker import PodWorker
-from .store import Event, Store
+from .store import Store
 
 log = logging.getLogger(__name__)
 
@@ -29,14 +31,14 @@ class Kubelet:
         self.addresses = addresses
         self.squid = find_squid()
         self.root: Path = make_root("pf-fakekube-")
+        # Squid's -n (its shared memory and IPC names) must be alphanumeric and unique.
+        self.service_prefix = f"pfk8s{uuid.uuid4().hex[:10]}"
         self.start_delay = 0.0
         """Seconds before a scheduled pod gets its IP and starts."""
         self.backoff = 0.2
         """First restart back-off (doubles, at most 8 times); also ErrImagePull's."""
         self.crash_loop_after = 2
         """Restarts after which a failing container waits in CrashLoopBackOff."""
-        self.boot_timeout = 30.0
-        """Most seconds a Squid may take to accept on its port before it counts as failed."""
         self._default_mode = PodMode.RUN
         self._modes: dict[str, PodMode] = {}
         self._lock = threading.Lock()
@@ -94,6 +96,18 @@ class Kubelet:
         with self._lock:
             workers = list(self._workers.values())
         return {(w.namespace, w.name): pid for w in workers if (pid := w.pid()) is not None}
+
+    def logs(self, namespace: str, name: str, tail: int | None = None) -> str | None:
+        """The pod's container log (Squid's cache.log and output), None before it ran."""
+        try:
+            worker = self._worker(namespace, name)
+        except LookupError:
+            return None
+        text = worker.log()
+        if text is None:
+            return None
+        lines = text.splitlines(keepends=True)
+        return "".join(lines[-tail:] if tail else lines)
 
     def pod_address(self, namespace: str, name: str) -> str:
         address = self._worker(namespace, name).address

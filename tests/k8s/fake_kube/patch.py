@@ -1,6 +1,5 @@
-"""PATCH bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902), and strategic merge
-patch taken as a merge patch (maps merge, lists are replaced: this fake knows no patch
-strategies). Pure: no I/O."""
+"""PATCH bodies: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and strategic merge
+patch (strategic.py). Pure: no I/O."""
 
 from __future__ import annotations
 
@@ -8,6 +7,7 @@ import copy
 from typing import Any
 
 from .errors import KubeError, bad_request
+from .strategic import strategic_merge
 
 MERGE = "application/merge-patch+json"
 STRATEGIC = "application/strategic-merge-patch+json"
@@ -23,7 +23,7 @@ def apply_patch(content_type: str, target: dict[str, Any], patch: Any) -> dict[s
             raise bad_request(
                 "json: cannot unmarshal array into Go value of type map[string]interface {}"
             )
-        result = merge_patch(target, patch)
+        result = (merge_patch if kind == MERGE else strategic_merge)(target, patch)
         assert isinstance(result, dict)
         return result
     if kind == JSON_PATCH:

@@ -51,6 +51,25 @@ def terminated(
     return {"terminated": body}
 
 
+def crash_loop_backoff(delay: float, pod: Json) -> Json:
+    meta = pod["metadata"]
+    container = pod["spec"]["containers"][0].get("name", "")
+    return waiting(
+        "CrashLoopBackOff",
+        f"back-off {delay:g}s restarting failed container={container} "
+        f"pod={meta['name']}_{meta['namespace']}({meta['uid']})",
+    )
+
+
+def evicted_message(pod: Json) -> str:
+    container = pod["spec"]["containers"][0].get("name", "")
+    return (
+        "The node was low on resource: memory. Threshold quantity: 100Mi, available: 42Mi. "
+        f"Container {container} was using 120Mi, request is 64Mi, has larger consumption of "
+        "memory."
+    )
+
+
 def render(pod: Json, view: PodView, now: float) -> Json:
     """The new `status` of `pod` (conditions keep their transition times while unchanged)."""
     old: Json = pod.get("status") or {}

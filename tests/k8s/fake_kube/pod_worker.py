@@ -3,6 +3,7 @@ restarts and stops it, and writes what happened into the pod's status."""
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import shutil
@@ -13,30 +14,32 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from tests.loopback_squid.conf import SquidConfError, first_http_port, rewrite_squid_conf
+from tests.loopback_squid.conf import SquidConfError, first_http_port
 from tests.loopback_squid.host import (
     NoAddressLeft,
     accepts,
-    hand_to_proxy_user,
     kill,
     start_squid,
     tail,
 )
 
-from . import pod_files
+from . import pod_dir, pod_files
 from .modes import PodMode
 from .objects import Json
-from .pod_status import PodView, render, running, terminated, waiting
+from .pod_status import (
+    PodView,
+    crash_loop_backoff,
+    evicted_message,
+    render,
+    running,
+    terminated,
+    waiting,
+)
 
 if TYPE_CHECKING:
     from .kubelet import Kubelet
 
 log = logging.getLogger(__name__)
-
-EVICTED_MESSAGE = (
-    "The node was low on resource: memory. Threshold quantity: 100Mi, available: 42Mi. "
-    "Container {container} was using 120Mi, request is 64Mi, has larger consumption of memory."
-)
 
 
 class Stopped(Exception):
@@ -68,6 +71,19 @@ class PodWorker(threading.Thread):
     def command(self, what: str) -> None:
         self._commands.put(what)
         self._wake.set()
+
+    def log(self) -> str | None:
+        """What the container wrote (a simulated one: a line saying how it ended)."""
+        if self.directory is not None:
+            parts = []
+            for name in ("cache.log", "squid.out"):
+                with contextlib.suppress(OSError):
+                    parts.append((self.directory / name).read_text(errors="replace"))
+            return "".join(parts)
+        terminated_ = self.view.last_state.get("terminated") or self.view.state.get("terminated")
+        if terminated_:
+            return f"fake kubelet: the container exited with {terminated_['exitCode']}\n"
+        return None
 
     def pid(self) -> int | None:
         proc = self.proc
@@ -158,12 +174,7 @@ class PodWorker(threading.Thread):
             self.view.last_state = ended
             self.view.restarts += 1
             if self.view.restarts >= self.kubelet.crash_loop_after:
-                name = self.pod["spec"]["containers"][0].get("name", "")
-                self.view.state = waiting(
-                    "CrashLoopBackOff",
-                    f"back-off {delay:g}s restarting failed container={name} pod={self.name}_"
-                    f"{self.namespace}({self.uid})",
-                )
+                self.view.state = crash_loop_backoff(delay, self.pod)
             self._push()
             self._sleep(delay)
             delay = min(delay * 2, self.kubelet.backoff * 256)
@@ -188,33 +199,18 @@ class PodWorker(threading.Thread):
     ) -> tuple[list[str], int]:
         directory = self.kubelet.root / f"{self.namespace}-{self.name}-{self.kubelet.next_serial()}"
         self.directory = directory
-        volume_dirs: dict[str, str] = {}
-        for volume, entries in files.volumes.items():
-            folder = directory / "volumes" / volume
-            folder.mkdir(parents=True, mode=0o755)
-            volume_dirs[volume] = str(folder)
-            for f in entries:
-                target = folder / f.path
-                target.parent.mkdir(parents=True, exist_ok=True)
-                target.write_bytes(f.content)
-                target.chmod(f.mode)
-        mounted = pod_files.mounts(container, volume_dirs)
-        local = pod_files.local_path(conf_path, mounted)
+        mounted = pod_files.mounts(container, pod_dir.write_volumes(directory, files))
         try:
-            conf = _read_conf(conf_path, local)
+            conf = pod_dir.read_conf(conf_path, pod_files.local_path(conf_path, mounted))
             address = self._allocate(first_http_port(conf))
-            text, port = rewrite_squid_conf(conf, mounted, str(directory), address)
+            conf_file, port = pod_dir.write_conf(directory, conf, mounted, address)
         except (SquidConfError, NoAddressLeft) as exc:
             self.view.state = waiting("CreateContainerConfigError", str(exc))
             self._push()
             self._sleep(None)
-        (directory / "squid.conf").write_text(text)
-        hand_to_proxy_user(directory, recursive=True)
         assert self.kubelet.squid is not None
-        service = f"pfk8s{self.kubelet.root.name[-6:]}x{directory.name.rsplit('-', 1)[-1]}"
-        argv = pod_files.squid_argv(
-            container, self.kubelet.squid, str(directory / "squid.conf"), service
-        )
+        service = f"{self.kubelet.service_prefix}x{directory.name.rsplit('-', 1)[-1]}"
+        argv = pod_files.squid_argv(container, self.kubelet.squid, str(conf_file), service)
         return argv, pod_files.probe_port(container, port)
 
     def _run_squid(self, container: Json, argv: list[str], probe_port: int) -> None:
@@ -246,11 +242,7 @@ class PodWorker(threading.Thread):
             self.view.last_state = ended
             quick_exits = quick_exits + 1 if time.time() - started < 10 else 1
             if quick_exits >= self.kubelet.crash_loop_after:
-                self.view.state = waiting(
-                    "CrashLoopBackOff",
-                    f"back-off {delay:g}s restarting failed container={container.get('name')} "
-                    f"pod={self.name}_{self.namespace}({self.uid})",
-                )
+                self.view.state = crash_loop_backoff(delay, self.pod)
                 self._push()
                 self._sleep(delay)
                 delay = min(delay * 2, self.kubelet.backoff * 256)
@@ -276,10 +268,9 @@ class PodWorker(threading.Thread):
         return ""
 
     def _evicted(self, started: float) -> None:
-        name = self.pod["spec"]["containers"][0].get("name", "")
         self.view.phase, self.view.ready, self.view.started = "Failed", False, False
         self.view.reason = "Evicted"
-        self.view.message = EVICTED_MESSAGE.format(container=name)
+        self.view.message = evicted_message(self.pod)
         self.view.disruption = "TerminationByKubelet"
         self.view.state = terminated("Error", 137, started, time.time())
         self._push()
@@ -318,9 +309,3 @@ class PodWorker(threading.Thread):
             self._stopping.wait(seconds)
         if self._stopping.is_set():
             raise Stopped
-
-
-def _read_conf(conf_path: str, local: str | None) -> str:
-    if local is None or not Path(local).is_file():
-        raise SquidConfError(f"{conf_path}: no such file in the container's mounts")
-    return Path(local).read_text()

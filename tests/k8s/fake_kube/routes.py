@@ -6,26 +6,33 @@ from __future__ import annotations
 import base64
 import json
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
 from . import errors
 from .errors import KubeError
+from .events import Event, Watcher, watch_since
 from .faults import Faults
 from .objects import KINDS, Json
 from .patch import apply_patch
 from .selectors import object_filter
-from .store import Event, Store, Watcher, watch_filter
+from .store import Store
 
 _PATH = re.compile(
     r"/api/v1(?:/namespaces/(?P<ns>[^/]+))?/(?P<resource>[a-z]+)"
     r"(?:/(?P<name>[^/]+)(?:/(?P<sub>[a-z]+))?)?/?"
 )
-SUBRESOURCES = {"status"}
+SUBRESOURCES = {"status", "log"}
 VERSION = {
     "major": "1",
     "minor": "37",
     "gitVersion": "v1.37.0-proxyfleet-fake",
+    "gitCommit": "0000000000000000000000000000000000000000",
+    "gitTreeState": "clean",
+    "buildDate": "2026-01-01T00:00:00Z",
+    "goVersion": "go1.25.0",
+    "compiler": "gc",
     "platform": "linux/amd64",
 }
 
@@ -46,8 +53,13 @@ class Request:
 @dataclass
 class Reply:
     code: int
-    body: Json
+    body: Json | str
+    """JSON, or text (a pod's log)."""
     headers: dict[str, str] = field(default_factory=dict)
+
+
+Logs = Callable[[str, str, int | None], str | None]
+"""(namespace, pod, tailLines) → its container's log, None when it has not started."""
 
 
 @dataclass
@@ -62,17 +74,18 @@ class WatchReply:
 
 def classify(req: Request) -> None:
     """Fill in the request's RBAC verb, resource, namespace and name (or raise 404)."""
-    if req.path in ("/api", "/api/", "/apis", "/apis/", "/version", "/version/", "/api/v1"):
+    req.path = req.path.rstrip("/") or "/"
+    if req.path in ("/api", "/apis", "/version", "/api/v1"):
         req.verb = "get"
         return
     m = _PATH.fullmatch(req.path)
     if m is None:
-        raise errors.not_found("", req.path)
+        raise KubeError(404, "NotFound", "the server could not find the requested resource")
     resource, name, sub = m.group("resource"), m.group("name") or "", m.group("sub") or ""
     if m.group("ns") is None and resource == "namespaces" and name:
         req.verb, req.resource, req.name = "get", "namespaces", name  # GET a namespace
         return
-    if resource not in KINDS or (sub and sub not in SUBRESOURCES):
+    if resource not in KINDS or (sub and (sub not in SUBRESOURCES or resource != "pods")):
         raise KubeError(404, "NotFound", "the server could not find the requested resource")
     req.resource = f"{resource}/{sub}" if sub else resource
     req.namespace = m.group("ns") or ""
@@ -95,11 +108,13 @@ def classify(req: Request) -> None:
         )
 
 
-def handle(req: Request, store: Store, faults: Faults, server_address: str) -> Reply | WatchReply:
-    if req.path.rstrip("/") == "/version":
+def handle(
+    req: Request, store: Store, faults: Faults, server_address: str, logs: Logs
+) -> Reply | WatchReply:
+    if req.path == "/version":
         return Reply(200, VERSION)
-    if req.path.rstrip("/") in ("/api", "/apis", "/api/v1"):
-        return Reply(200, _discovery(req.path.rstrip("/"), server_address))
+    if req.path in ("/api", "/apis", "/api/v1"):
+        return Reply(200, _discovery(req.path, server_address))
     if req.resource == "namespaces":
         return Reply(200, _namespace(req.name))
     resource, _, sub = req.resource.partition("/")
@@ -109,7 +124,7 @@ def handle(req: Request, store: Store, faults: Faults, server_address: str) -> R
         if req.verb == "watch":
             timeout = req.query.get("timeoutSeconds")
             watcher, first = store.watch(
-                resource, ns or None, watch_filter(req.query.get("resourceVersion")), keep
+                resource, ns or None, watch_since(req.query.get("resourceVersion")), keep
             )
             return WatchReply(
                 watcher,
@@ -121,6 +136,8 @@ def handle(req: Request, store: Store, faults: Faults, server_address: str) -> R
             )
         items, rv = store.list_objects(resource, ns or None, keep)
         return Reply(200, _page(resource, items, rv, req.query))
+    if req.verb == "get" and sub == "log":
+        return Reply(200, _log(store, logs, ns, req.name, req.query))
     if req.verb == "get":
         obj = store.get(resource, ns, req.name)
         return Reply(200, obj)
@@ -172,6 +189,18 @@ def handle(req: Request, store: Store, faults: Faults, server_address: str) -> R
             200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
         )
     raise KubeError(405, "MethodNotAllowed", "the server does not allow this method")
+
+
+def _log(store: Store, logs: Logs, ns: str, name: str, query: dict[str, str]) -> str:
+    pod = store.get("pods", ns, name)
+    tail = int(query["tailLines"]) if query.get("tailLines") else None
+    text = logs(ns, name, tail)
+    if text is None:
+        container = query.get("container") or pod["spec"]["containers"][0].get("name", "")
+        raise errors.bad_request(
+            f'container "{container}" in pod "{name}" is waiting to start: ContainerCreating'
+        )
+    return text
 
 
 def _object_body(req: Request) -> Json:

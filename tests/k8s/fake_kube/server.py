@@ -15,9 +15,10 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from .errors import KubeError
-from .faults import Call, Faults
-from .routes import Reply, Request, WatchReply, classify, handle
-from .store import Event, Store
+from .events import Event
+from .faults import Call, Fault, Faults
+from .routes import Logs, Reply, Request, WatchReply, classify, handle
+from .store import Store
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +34,8 @@ class KubeServer(ThreadingHTTPServer):
         self.token: str | None = None
         """When set, requests must carry `Authorization: Bearer <token>` (else 401)."""
         self.bookmark_interval = 1.0
+        """Seconds between BOOKMARK events on watches that allow them."""
+        self.logs: Logs = lambda namespace, name, tail: None
         self.thread = threading.Thread(target=self.serve_forever, name="fakekube-http")
         self.thread.daemon = True
 
@@ -85,14 +88,21 @@ class _Handler(BaseHTTPRequestHandler):
             self.headers.get("Content-Type") or "application/json",
         )
         faults = self.server.faults
+        fault: Fault | None = None
         try:
             classify(req)
-            self._admit(req)
+            fault = self._admit(req)
+            if fault is not None and fault.kind == "delay":
+                time.sleep(fault.seconds)
+            if fault is not None and fault.kind == "disconnect" and not fault.after:
+                self._hang_up(req)
+                return
             try:
                 req.body = json.loads(raw) if raw else None
             except ValueError as exc:
                 raise KubeError(400, "BadRequest", f"json: {exc}") from exc
-            reply = handle(req, self.server.store, faults, self.server.url[len("http://") :])
+            address = self.server.url[len("http://") :]
+            reply = handle(req, self.server.store, faults, address, self.server.logs)
         except KubeError as exc:
             self._record(req, exc.code)
             if req.verb == "watch" and exc.code == 410:
@@ -106,6 +116,9 @@ class _Handler(BaseHTTPRequestHandler):
             err = KubeError(500, "InternalError", "Internal error in the fake API server")
             self._answer(500, err.status())
             return
+        if fault is not None and fault.kind == "disconnect":
+            self._hang_up(req)  # carried out, never answered
+            return
         if isinstance(reply, Reply):
             self._record(req, reply.code)
             self._answer(reply.code, reply.body, reply.headers)
@@ -113,26 +126,34 @@ class _Handler(BaseHTTPRequestHandler):
             self._record(req, 200)
             self._stream(reply)
 
-    def _admit(self, req: Request) -> None:
-        """401 without the token the fake wants; an injected fault when one is due."""
+    def _admit(self, req: Request) -> Fault | None:
+        """401 without the token the fake wants; the injected status when one is due, or
+        the delay or disconnect due."""
         token = self.server.token
         if token is not None and self.headers.get("Authorization") != f"Bearer {token}":
             raise KubeError(401, "Unauthorized", "Unauthorized")
-        if req.resource:
-            fault = self.server.faults.take(req.verb, req.resource, req.namespace, req.name)
-            if fault is not None:
-                raise fault
+        fault = self.server.faults.take(req.verb, req.resource) if req.resource else None
+        if fault is not None and fault.kind == "status":
+            raise fault.error(req.verb, req.resource, req.namespace, req.name)
+        return fault
+
+    def _hang_up(self, req: Request) -> None:
+        self._record(req, 0)
+        self.close_connection = True
+        with contextlib.suppress(OSError):
+            self.connection.shutdown(socket.SHUT_RDWR)
 
     def _record(self, req: Request, code: int) -> None:
         if req.verb:
             self.server.faults.record(Call(req.verb, req.resource, req.namespace, req.name, code))
 
     def _answer(
-        self, code: int, body: dict[str, Any], headers: dict[str, str] | None = None
+        self, code: int, body: dict[str, Any] | str, headers: dict[str, str] | None = None
     ) -> None:
-        data = json.dumps(body).encode()
+        text = isinstance(body, str)
+        data = body.encode() if isinstance(body, str) else json.dumps(body).encode()
         self.send_response(code)
-        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Type", "text/plain" if text else "application/json")
         self.send_header("Content-Length", str(len(data)))
         for name, value in (headers or {}).items():
             self.send_header(name, value)

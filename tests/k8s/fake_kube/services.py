@@ -18,9 +18,10 @@ from dataclasses import dataclass, field
 from tests.loopback_squid.host import LoopbackAddresses, NoAddressLeft
 
 from .errors import Cause, invalid
+from .events import Event
 from .objects import Json
 from .selectors import label_matches, selector_from_map
-from .store import Event, Store
+from .store import Store
 
 log = logging.getLogger(__name__)
 

@@ -9,45 +9,18 @@ service controller) are called under it and must only enqueue work.
 from __future__ import annotations
 
 import copy
-import queue
 import threading
 import time
 import uuid
 from collections import deque
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
-from . import errors, objects, validation
-from .errors import KubeError
+from . import deletion, errors, objects, validation
+from .events import Event, Watcher
 from .objects import KINDS, RETURNS_OBJECT_ON_DELETE, Json
 
 HISTORY_LIMIT = 10_000
 """Events kept for resuming watches; older resourceVersions get 410 Gone."""
-ORPHAN = "orphan"
-FOREGROUND = "foregroundDeletion"
-
-
-@dataclass(frozen=True)
-class Event:
-    type: str
-    """ADDED, MODIFIED or DELETED."""
-    resource: str
-    obj: Json
-    rv: int
-
-    @property
-    def namespace(self) -> str:
-        return str(self.obj["metadata"].get("namespace", ""))
-
-
-@dataclass
-class Watcher:
-    """One open watch: the events after it subscribed, then None when it must end."""
-
-    resource: str
-    namespace: str | None
-    events: queue.Queue[Event | None] = field(default_factory=queue.Queue)
-    closed: bool = False
 
 
 Key = tuple[str, str, str]
@@ -154,7 +127,9 @@ class Store:
                 raise errors.conflict(resource, name)
             new = objects.merge_for_update(resource, current, body, subresource)
             validation.validate(KINDS[resource], new)
-            self._check_finalizers(resource, current, new)
+            if resource == "pods" and not subresource:
+                validation.validate_pod_update(name, current, new)
+            deletion.check_no_new_finalizers(resource, current, new)
             return self._replace(resource, current, new)
 
     def mutate(
@@ -176,50 +151,27 @@ class Store:
             current = self._objects.get((resource, namespace, name))
             if current is None:
                 raise errors.not_found(resource, name)
-            pre = options.get("preconditions") or {}
+            deletion.check_preconditions(resource, current, options)
             meta = current["metadata"]
-            if pre.get("uid") not in (None, meta["uid"]):
-                raise KubeError(
-                    409,
-                    "Conflict",
-                    f"Precondition failed: UID in precondition: {pre['uid']}, UID in object "
-                    f"meta: {meta['uid']}",
-                    {"name": name, "kind": resource},
-                )
-            if pre.get("resourceVersion") not in (None, meta["resourceVersion"]):
-                raise errors.conflict(resource, name)
-            policy = _policy(options)
             new = copy.deepcopy(current)
-            new_meta = new["metadata"]
-            finalizers = list(new_meta.get("finalizers") or [])
-            if policy == "Orphan" and ORPHAN not in finalizers:
-                finalizers.append(ORPHAN)
-            if policy == "Foreground" and FOREGROUND not in finalizers:
-                finalizers.append(FOREGROUND)
-            if policy == "Background":
-                finalizers = [f for f in finalizers if f not in (ORPHAN, FOREGROUND)]
+            finalizers = deletion.finalizers_for(
+                meta.get("finalizers") or [], deletion.policy(options)
+            )
             if finalizers:
-                new_meta["finalizers"] = finalizers
-            graceful = resource == "pods" and not _terminal(current)
-            grace = _grace(options, current) if graceful else 0
+                new["metadata"]["finalizers"] = finalizers
+            grace = deletion.grace_seconds(options, current) if resource == "pods" else 0
             if grace == 0 and resource == "pods":
-                self._released.add(meta["uid"])  # forced: gone from the API at once
+                self._released.add(meta["uid"])  # forced (or finished): gone at once
             if finalizers or (resource == "pods" and meta["uid"] not in self._released):
-                if "deletionTimestamp" not in new_meta:
-                    new_meta["deletionTimestamp"] = objects.rfc3339(self.now() + grace)
-                    new_meta["deletionGracePeriodSeconds"] = grace
+                if "deletionTimestamp" not in meta:
+                    new["metadata"]["deletionTimestamp"] = objects.rfc3339(self.now() + grace)
+                    new["metadata"]["deletionGracePeriodSeconds"] = grace
                 answer = self._replace(resource, current, new)
             else:
                 answer = self._remove(resource, current)
             if resource in RETURNS_OBJECT_ON_DELETE:
                 return answer
-            return {
-                "kind": "Status",
-                "apiVersion": "v1",
-                "metadata": {},
-                "status": "Success",
-                "details": {"name": name, "kind": resource, "uid": meta["uid"]},
-            }
+            return deletion.success(resource, meta)
 
     def release_pod(self, namespace: str, name: str, uid: str) -> None:
         """The kubelet has stopped the pod: once deleted (and finalized) it may go."""
@@ -296,26 +248,6 @@ class Store:
                 return name
         raise errors.already_exists(resource, prefix)
 
-    def _check_finalizers(self, resource: str, current: Json, new: Json) -> None:
-        if "deletionTimestamp" not in current["metadata"]:
-            return
-        added = set(new["metadata"].get("finalizers") or []) - set(
-            current["metadata"].get("finalizers") or []
-        )
-        if added:
-            raise errors.invalid(
-                KINDS[resource],
-                current["metadata"]["name"],
-                [
-                    errors.Cause(
-                        "metadata.finalizers",
-                        "FieldValueForbidden",
-                        "Forbidden: no new finalizers can be added if the object is being deleted, "
-                        f"found new finalizers {sorted(added)}",
-                    )
-                ],
-            )
-
     def _replace(self, resource: str, current: Json, new: Json) -> Json:
         if new == current:
             return copy.deepcopy(current)
@@ -359,37 +291,3 @@ class Store:
                 w.events.put(event)
         for listener in self.listeners:
             listener(event)
-
-
-def _policy(options: Json) -> str:
-    policy = options.get("propagationPolicy")
-    if policy is None and options.get("orphanDependents") is not None:
-        policy = "Orphan" if options["orphanDependents"] else "Background"
-    if policy not in (None, "Background", "Foreground", "Orphan"):
-        raise errors.bad_request(f'unsupported propagationPolicy "{policy}"')
-    return str(policy or "Background")
-
-
-def _grace(options: Json, pod: Json) -> int:
-    value = options.get("gracePeriodSeconds")
-    if value is None:
-        value = pod["spec"].get("terminationGracePeriodSeconds", 30)
-    return max(0, int(value))
-
-
-def _terminal(pod: Json) -> bool:
-    return (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed")
-
-
-def watch_filter(since: str | None) -> int | None:
-    """A watch's `resourceVersion` parameter: None (absent, "" or "0": start with every
-    object) or the version to resume after."""
-    if since in (None, "", "0"):
-        return None
-    try:
-        return int(str(since))
-    except ValueError:
-        raise errors.bad_request(f'resourceVersion: Invalid value: "{since}"') from None
-
-
-__all__ = ["Event", "Store", "Watcher", "watch_filter"]

@@ -189,3 +189,26 @@ def _service_causes(spec: dict[str, Any]) -> list[Cause]:
 
 def _bad(field: str, value: str, why: str) -> Cause:
     return Cause(field, "FieldValueInvalid", f'Invalid value: "{value}": {why}')
+
+
+POD_UPDATE_MSG = (
+    "Forbidden: pod updates may not change fields other than `spec.containers[*].image`,"
+    "`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only "
+    "additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be "
+    "set to 1 if it was previously negative)"
+)
+
+
+def validate_pod_update(name: str, old: dict[str, Any], new: dict[str, Any]) -> None:
+    """A pod's spec is immutable but for images, the deadline and added tolerations."""
+    before, after = dict(old.get("spec") or {}), dict(new.get("spec") or {})
+    for spec in (before, after):
+        for field in ("activeDeadlineSeconds", "terminationGracePeriodSeconds"):
+            spec.pop(field, None)
+        for key in ("containers", "initContainers"):
+            spec[key] = [{**c, "image": None} for c in spec.get(key) or []]
+    old_tolerations = before.pop("tolerations", None) or []
+    new_tolerations = after.pop("tolerations", None) or []
+    added_only = new_tolerations[: len(old_tolerations)] == old_tolerations
+    if before != after or not added_only:
+        raise invalid("Pod", name, [Cause("spec", "FieldValueForbidden", POD_UPDATE_MSG)])

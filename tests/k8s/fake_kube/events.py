@@ -1,0 +1,43 @@
+"""What the store tells watches and controllers."""
+
+from __future__ import annotations
+
+import queue
+from dataclasses import dataclass, field
+
+from . import errors
+from .objects import Json
+
+
+@dataclass(frozen=True)
+class Event:
+    type: str
+    """ADDED, MODIFIED or DELETED."""
+    resource: str
+    obj: Json
+    rv: int
+
+    @property
+    def namespace(self) -> str:
+        return str(self.obj["metadata"].get("namespace", ""))
+
+
+@dataclass
+class Watcher:
+    """One open watch: the events after it subscribed, then None when it must end."""
+
+    resource: str
+    namespace: str | None
+    events: queue.Queue[Event | None] = field(default_factory=queue.Queue)
+    closed: bool = False
+
+
+def watch_since(value: str | None) -> int | None:
+    """A watch's `resourceVersion` parameter: None (absent, "" or "0": start with every
+    object) or the version to resume after."""
+    if value in (None, "", "0"):
+        return None
+    try:
+        return int(str(value))
+    except ValueError:
+        raise errors.bad_request(f'resourceVersion: Invalid value: "{value}"') from None
