@@ -44,7 +44,6 @@ class Watcher:
     resource: str
     namespace: str | None
     events: queue.Queue[Event | None] = field(default_factory=queue.Queue)
-    closed: bool = False
 
 
 def watch_since(value: str | None) -> int | None:

@@ -78,10 +78,6 @@ class Store:
             ]
             return items, self._rv
 
-    def uids(self) -> set[str]:
-        with self.lock:
-            return {str(o["metadata"]["uid"]) for o in self._objects.values()}
-
     def all_objects(self) -> list[tuple[str, Json]]:
         with self.lock:
             return [(r, copy.deepcopy(o)) for (r, _, _), o in sorted(self._objects.items())]
@@ -221,7 +217,6 @@ class Store:
 
     def unwatch(self, watcher: Watcher) -> None:
         with self.lock:
-            watcher.closed = True
             if watcher in self._watchers:
                 self._watchers.remove(watcher)
 
@@ -230,7 +225,6 @@ class Store:
             dropped = list(self._watchers)
             self._watchers.clear()
         for w in dropped:
-            w.closed = True
             w.events.put(None)
         return len(dropped)
 
