@@ -14,7 +14,6 @@ import yaml
 from tests.deploy.kube import DEPLOY, OVERLAYS, ROOT, Doc, named, of_kind, pod_spec, render, selects
 from tests.deploy.kube import providers_text as rendered_providers_text
 
-from proxyfleet.common.errors import ConfigError
 from proxyfleet.common.providers_config import parse_providers_config
 
 K8S = DEPLOY / "kubernetes" / "k8s"
@@ -174,18 +173,13 @@ def test_the_kubernetes_entry_is_the_same_in_dev_and_production() -> None:
     assert "image" not in dev["kubernetes"]  # the provisioner's default Squid image
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=ConfigError,
-    reason="the `kubernetes` section is parsed by libs/common k8s_config, which lands with "
-    "branch k8s-k8s; remove this mark when the lead merges it",
-)
 @pytest.mark.parametrize("overlay", WITH_K8S)
 def test_the_rendered_providers_config_parses(overlay: str) -> None:
     config = parse_providers_config(rendered_providers_text(render(overlay)), overlay)
     cluster = config.get("cluster")
     assert cluster.type == "kubernetes"
-    settings = getattr(cluster, "kubernetes")  # noqa: B009  # the field k8s-k8s adds
+    settings = cluster.kubernetes
+    assert settings is not None
     assert settings.namespace == PROXIES_NS
     assert settings.kubeconfig == ""
 

@@ -19,6 +19,7 @@ from tests.k8s.conftest import (
     condition,
     connect_status,
     create_proxy,
+    new_watch,
     status_body,
     to_json,
     wait_for,
@@ -269,3 +270,21 @@ def test_a_pods_log_is_its_squids_and_waits_for_it_to_start(
     assert "Starting Squid Cache" in text
     assert len(core_v1.read_namespaced_pod_log("pf-log", NAMESPACE, tail_lines=2).splitlines()) == 2
     assert ("get", "pods/log") in fake_kube.verbs()
+
+
+def test_a_pod_watch_sees_the_ip_then_ready(core_v1: Core, target: TargetServer) -> None:
+    pod = create_proxy(core_v1, "w", target)
+    wait_ready(core_v1, "pf-w")
+    stream = new_watch().stream(
+        core_v1.list_namespaced_pod,
+        NAMESPACE,
+        label_selector="proxyfleet.io/proxy-id=w",
+        resource_version=pod.metadata.resource_version,
+        timeout_seconds=1,
+    )
+    seen = [(e["type"], e["object"].status.pod_ip, condition(e["object"], "Ready")) for e in stream]
+    assert {t for t, _, _ in seen} == {"MODIFIED"}
+    first_ip = next(i for i, (_, ip, _) in enumerate(seen) if ip)
+    first_ready = next(i for i, (_, _, ready) in enumerate(seen) if ready == "True")
+    assert first_ip <= first_ready
+    assert seen[-1][1].startswith("127.")

@@ -8,6 +8,7 @@ import base64
 import pytest
 from tests.k8s.fake_kube import manifests, pod_files
 from tests.k8s.fake_kube.errors import KubeError
+from tests.k8s.fake_kube.events import Event
 from tests.k8s.fake_kube.patch import JSON_PATCH, MERGE, STRATEGIC, apply_patch, merge_patch
 from tests.k8s.fake_kube.pod_status import PodView, render, waiting
 from tests.k8s.fake_kube.selectors import (
@@ -265,3 +266,16 @@ def test_strategic_merge_merges_keyed_lists_and_sets() -> None:
     assert [c["name"] for c in removed["spec"]["containers"]] == ["squid"]
     replaced = strategic_merge(patched, {"spec": {"$patch": "replace", "containers": []}})
     assert replaced["spec"] == {"containers": []}
+
+
+def test_a_change_is_seen_by_a_selector_watch_as_the_server_says() -> None:
+    def cm(app: str) -> dict[str, object]:
+        return {"metadata": {"labels": {"app": app}}}
+
+    keep = object_filter("app=x", None)
+    assert Event("MODIFIED", "configmaps", cm("x"), 2, cm("y")).seen_as(keep) == "ADDED"
+    assert Event("MODIFIED", "configmaps", cm("y"), 2, cm("x")).seen_as(keep) == "DELETED"
+    assert Event("MODIFIED", "configmaps", cm("x"), 2, cm("x")).seen_as(keep) == "MODIFIED"
+    assert Event("MODIFIED", "configmaps", cm("y"), 2, cm("z")).seen_as(keep) is None
+    assert Event("ADDED", "configmaps", cm("x"), 2).seen_as(keep) == "ADDED"
+    assert Event("DELETED", "configmaps", cm("y"), 2).seen_as(keep) is None

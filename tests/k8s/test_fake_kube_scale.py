@@ -46,3 +46,23 @@ def test_a_hundred_pods_created_at_once_all_become_ready(
     assert len(fake_kube.kubelet.running()) == PODS
     assert connect_status(ips[0], 3128, target.port, (USER, PASSWORD)) == 200
     assert connect_status(ips[-1], 3128, target.port, (USER, PASSWORD)) == 200
+
+
+def test_a_hundred_pods_deleted_at_once_leave_nothing(
+    fake_kube: FakeKube, core_v1: Core, target: TargetServer
+) -> None:
+    ids = [f"d{i:03d}" for i in range(PODS)]
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda i: create_proxy(core_v1, i, target), ids))
+    wait_for(lambda: len(fake_kube.kubelet.running()) == PODS, within=30, what="all running")
+    started = time.monotonic()
+    with ThreadPoolExecutor(16) as pool:
+        list(pool.map(lambda i: core_v1.delete_namespaced_pod(f"pf-{i}", NAMESPACE), ids))
+
+    def nothing_left() -> bool:
+        return not any(fake_kube.objects(r) for r in ("pods", "secrets", "configmaps"))
+
+    wait_for(nothing_left, within=30, what="every object gone")
+    took = time.monotonic() - started
+    print(f"\n{PODS} pods deleted: every pod, secret and configmap gone in {took:.1f} s")
+    assert fake_kube.kubelet.running() == {}

@@ -153,3 +153,20 @@ def test_watch_pods_across_namespaces_is_recorded_without_one(
 ) -> None:
     assert list(new_watch().stream(core_v1.list_pod_for_all_namespaces, timeout_seconds=1)) == []
     assert [(c.verb, c.resource, c.namespace) for c in fake_kube.calls] == [("watch", "pods", "")]
+
+
+def test_a_selector_watch_sees_objects_move_in_and_out(core_v1: Core) -> None:
+    core_v1.create_namespaced_config_map(NAMESPACE, _cm("m", {"app": "other"}))
+    since = core_v1.list_namespaced_config_map(NAMESPACE).metadata.resource_version
+    core_v1.patch_namespaced_config_map("m", NAMESPACE, {"metadata": {"labels": {"app": "x"}}})
+    core_v1.patch_namespaced_config_map("m", NAMESPACE, {"data": {"k": "2"}})
+    core_v1.patch_namespaced_config_map("m", NAMESPACE, {"metadata": {"labels": {"app": "y"}}})
+    core_v1.patch_namespaced_config_map("m", NAMESPACE, {"data": {"k": "3"}})
+    stream = new_watch().stream(
+        core_v1.list_namespaced_config_map,
+        NAMESPACE,
+        label_selector="app=x",
+        resource_version=since,
+        timeout_seconds=1,
+    )
+    assert [e["type"] for e in stream] == ["ADDED", "MODIFIED", "DELETED"]

@@ -147,6 +147,9 @@ async def test_node_port_exposure_reaches_squid_on_the_node_address(
         service = _one(fake_kube, "services", spec.proxy_id)
         assert service["spec"]["type"] == "NodePort"
         assert (done.host, done.port) == ("127.0.0.1", service["spec"]["ports"][0]["nodePort"])
+        # create returns at the pod IP, before Squid listens: the forwarder has nothing
+        # to forward to until the pod is Ready (a client waits for health's ready).
+        await until_ready(provider, spec.proxy_id)
         assert (
             await fetch_through(done.host, done.port, (spec.username, spec.password), target) == 200
         )
@@ -165,6 +168,7 @@ async def test_load_balancer_exposure_reaches_squid_on_the_ingress_address(
         assert service["spec"]["type"] == "LoadBalancer"
         [ingress] = service["status"]["loadBalancer"]["ingress"]
         assert (done.host, done.port) == (ingress["ip"], 3128)
+        await until_ready(provider, spec.proxy_id)
         assert (
             await fetch_through(done.host, done.port, (spec.username, spec.password), target) == 200
         )

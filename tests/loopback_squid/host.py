@@ -33,12 +33,14 @@ class NoAddressLeft(Exception):
 
 class LoopbackAddresses:
     """Addresses of a random /16 of 127/8, one per proxy: two fakes on one machine rarely
-    share one, and the bind probe in `allocate` settles the rare case."""
+    share one, and the bind probe in `allocate` settles the rare case. Handed out round
+    robin, as a cluster's IPAM does, so a released address is not at once someone else's."""
 
     def __init__(self, second_octet: int | None = None, *, reserved_third: int = 255) -> None:
         self.second = second_octet if second_octet is not None else random.randrange(1, 255)
         self._lock = threading.Lock()
         self._taken: set[str] = set()
+        self._next = 0
         self._candidates = [
             f"127.{self.second}.{c}.{d}"
             for c in range(256)
@@ -52,10 +54,14 @@ class LoopbackAddresses:
     def allocate(self, port: int) -> str:
         """A free address on which `port` can be bound right now."""
         with self._lock:
-            for address in self._candidates:
+            count = len(self._candidates)
+            for step in range(count):
+                i = (self._next + step) % count
+                address = self._candidates[i]
                 if address in self._taken or not bindable(address, port):
                     continue
                 self._taken.add(address)
+                self._next = i + 1
                 return address
         raise NoAddressLeft("no free loopback address left")
 

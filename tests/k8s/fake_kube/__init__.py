@@ -1,13 +1,37 @@
-"""A fake Kubernetes API server (core/v1 pods, secrets, configmaps, services) with a node
-that runs pods for real, for the real `kubernetes` client over http://127.0.0.1:PORT.
+"""A fake Kubernetes API server (a test helper) for the real `kubernetes` client over
+http://127.0.0.1:PORT, with a node that runs pods for real.
 
-    fake = FakeKube().start()
-    api = kubernetes.client.CoreV1Api(kubernetes.client.ApiClient(fake.configuration()))
-    ...
-    fake.close()
+    fake = FakeKube().start()                # or the `fake_kube` fixture (tests/k8s/conftest.py)
+    api = client.CoreV1Api(client.ApiClient(fake.configuration()))
+    fake.write_kubeconfig(path, namespace="proxies", token=None)   # for load_kube_config
+    fake.close()                             # stops every Squid, forwarder and watch
 
-See fake.py for the facade (calls, verbs, objects, inject, quota, drop_watches, compact,
-write_kubeconfig, pod_address) and kubelet.py for how pods run (PodMode).
+API (core/v1, JSON): pods (+ /status, /log), secrets, configmaps, services under
+/api/v1/namespaces/{ns}/..., list and watch across namespaces at /api/v1/{resource};
+/api, /api/v1, /apis, /version for discovery; GET /api/v1/namespaces/{ns} (every namespace
+exists). Create (409 AlreadyExists, 422 Invalid as the server words them, generateName),
+get, list (labelSelector: = == != in notin exists !key; fieldSelector: metadata.name,
+metadata.namespace, status.phase, spec.nodeName; limit/continue), update (409 on a stale
+resourceVersion; pod specs immutable but for images), patch (merge, strategic, JSON patch),
+delete (preconditions, gracePeriodSeconds, propagationPolicy Background/Foreground/Orphan,
+finalizers and deletionTimestamp), deletecollection. One resourceVersion counter for all
+objects. Watches: chunked JSON lines; no version (or "0") starts with ADDED for every
+object, a version replays what came after it, a forgotten one (`compact()`) is an ERROR
+event with a 410 Expired Status; timeoutSeconds ends a stream cleanly, `drop_watches()`
+breaks them; allowWatchBookmarks sends BOOKMARKs every `fake.server.bookmark_interval` s.
+The garbage collector deletes objects whose ownerReferences name no live uid
+(`fake.gc.pause()` / `resume()`).
+
+Kubelet (kubelet.py, pod_worker.py): each pod is run by a thread; one whose container runs
+`squid ... -f PATH` waits for its configMap/secret volumes, gets them as files, its
+squid.conf rewritten to them and to a loopback pod IP of its own, and a real Squid;
+Running, then Ready once the readiness probe's TCP port accepts. `PodMode` simulates
+ErrImagePull/ImagePullBackOff, CrashLoopBackOff and OOMKilled; `crash`, `oom`, `evict` act
+on a running pod. Services: ClusterIPs on which nothing listens, NodePorts on 127.0.0.1,
+LoadBalancer ingress IPs on loopback, both forwarding to a Ready pod.
+
+Faults (recorded in `fake.calls` like every call): `inject(status, ...)`,
+`inject_delay(seconds, ...)`, `inject_disconnect(..., after=False)`, `quota(ns, pods=N)`.
 """
 
 from .fake import FakeKube

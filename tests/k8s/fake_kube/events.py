@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import queue
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from . import errors
@@ -16,10 +17,24 @@ class Event:
     resource: str
     obj: Json
     rv: int
+    old: Json | None = None
+    """The object before a MODIFIED event."""
 
     @property
     def namespace(self) -> str:
         return str(self.obj["metadata"].get("namespace", ""))
+
+    def seen_as(self, keep: Callable[[Json], bool]) -> str | None:
+        """The type a watch with selector `keep` gets this as: a change into the selection
+        is ADDED, out of it DELETED (as the API server's watch cache says); None if the
+        watch does not see it."""
+        now = keep(self.obj)
+        if self.type != "MODIFIED" or self.old is None:
+            return self.type if now else None
+        before = keep(self.old)
+        if now:
+            return "MODIFIED" if before else "ADDED"
+        return "DELETED" if before else None
 
 
 @dataclass
@@ -29,7 +44,6 @@ class Watcher:
     resource: str
     namespace: str | None
     events: queue.Queue[Event | None] = field(default_factory=queue.Queue)
-    closed: bool = False
 
 
 def watch_since(value: str | None) -> int | None:

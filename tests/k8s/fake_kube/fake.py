@@ -22,8 +22,9 @@ from .store import Store
 
 class FakeKube:
     def __init__(self, now: Callable[[], float] = time.time) -> None:
-        """`now`: the clock of creationTimestamp and deletionTimestamp (the kubelet's
-        status times are real time)."""
+        """`now`: the clock of creationTimestamp and deletionTimestamp, e.g. a
+        proxyfleet.common.clock.ManualClock's `now` (the kubelet's status times are real
+        time)."""
         self.store = Store(now)
         self.faults = Faults()
         self.addresses = LoopbackAddresses()

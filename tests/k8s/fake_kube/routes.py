@@ -149,25 +149,23 @@ def handle(
                 "the namespace of the provided object does not match the namespace sent on the "
                 "request"
             )
-        if resource == "pods":
-            used = len(
-                store.list_objects(
-                    "pods", ns, lambda o: o["status"].get("phase") not in ("Succeeded", "Failed")
-                )[0]
-            )
-            faults.check_quota(ns, str((body.get("metadata") or {}).get("name", "")), used)
-        return Reply(201, store.create(resource, ns, body))
+        with store.lock:  # the quota's count and the create as one step
+            if resource == "pods":
+                used = len(store.list_objects("pods", ns, _counts_for_quota)[0])
+                faults.check_quota(ns, str((body.get("metadata") or {}).get("name", "")), used)
+            return Reply(201, store.create(resource, ns, body))
     if req.verb == "update":
         return Reply(200, store.update(resource, ns, req.name, _object_body(req), sub))
     if req.verb == "patch":
-        current = store.get(resource, ns, req.name)
-        patched = apply_patch(req.content_type, current, req.body)
-        if sub == "status":
-            patched = {**current, "status": patched.get("status")}
-        wanted = (patched.get("metadata") or {}).get("resourceVersion")
-        if wanted != current["metadata"]["resourceVersion"]:
-            raise errors.conflict(resource, req.name)
-        return Reply(200, store.update(resource, ns, req.name, patched, sub))
+        with store.lock:  # a patch never conflicts with a change it did not name
+            current = store.get(resource, ns, req.name)
+            patched = apply_patch(req.content_type, current, req.body)
+            if sub == "status":
+                patched = {**current, "status": patched.get("status")}
+            wanted = (patched.get("metadata") or {}).get("resourceVersion")
+            if wanted != current["metadata"]["resourceVersion"]:
+                raise errors.conflict(resource, req.name)
+            return Reply(200, store.update(resource, ns, req.name, patched, sub))
     if req.verb == "delete":
         options = req.body if isinstance(req.body, dict) else {}
         for key in ("gracePeriodSeconds", "propagationPolicy", "orphanDependents"):
@@ -189,6 +187,10 @@ def handle(
             200, {"kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success"}
         )
     raise KubeError(405, "MethodNotAllowed", "the server does not allow this method")
+
+
+def _counts_for_quota(pod: Json) -> bool:
+    return (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
 
 
 def _log(store: Store, logs: Logs, ns: str, name: str, query: dict[str, str]) -> str:

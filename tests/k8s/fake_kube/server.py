@@ -193,8 +193,8 @@ class _Handler(BaseHTTPRequestHandler):
                     with contextlib.suppress(OSError):
                         self.connection.shutdown(socket.SHUT_RDWR)
                     return
-                if reply.keep(item.obj):
-                    self._chunk({"type": item.type, "object": item.obj})
+                if (seen := item.seen_as(reply.keep)) is not None:
+                    self._chunk({"type": seen, "object": item.obj})
             self.wfile.write(b"0\r\n\r\n")  # the server's own timeout ends the stream cleanly
             self.wfile.flush()
         except OSError:

@@ -12,6 +12,7 @@ import queue
 import random
 import select
 import socket
+import struct
 import threading
 from dataclasses import dataclass, field
 
@@ -187,7 +188,9 @@ class ServiceController:
                 return  # closed
             backend = self._backend(namespace, spec, port)
             if backend is None:
-                conn.close()  # no ready endpoint: refused, as kube-proxy's reject rule
+                # No ready endpoint: reset at once, the nearest to kube-proxy's reject rule.
+                conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                conn.close()
                 continue
             threading.Thread(
                 target=_pipe, args=(conn, backend), daemon=True, name="fakekube-fwd"

@@ -78,10 +78,6 @@ class Store:
             ]
             return items, self._rv
 
-    def uids(self) -> set[str]:
-        with self.lock:
-            return {str(o["metadata"]["uid"]) for o in self._objects.values()}
-
     def all_objects(self) -> list[tuple[str, Json]]:
         with self.lock:
             return [(r, copy.deepcopy(o)) for (r, _, _), o in sorted(self._objects.items())]
@@ -208,12 +204,12 @@ class Store:
                 if since < self.compacted_rv:
                     raise errors.expired(f"too old resource version: {since} ({self.compacted_rv})")
                 first = [
-                    e
+                    Event(seen, e.resource, e.obj, e.rv)
                     for e in self._history
                     if e.rv > since
                     and e.resource == resource
                     and (namespace is None or e.namespace == namespace)
-                    and keep(e.obj)
+                    and (seen := e.seen_as(keep)) is not None
                 ]
             watcher = Watcher(resource, namespace)
             self._watchers.append(watcher)
@@ -221,7 +217,6 @@ class Store:
 
     def unwatch(self, watcher: Watcher) -> None:
         with self.lock:
-            watcher.closed = True
             if watcher in self._watchers:
                 self._watchers.remove(watcher)
 
@@ -230,7 +225,6 @@ class Store:
             dropped = list(self._watchers)
             self._watchers.clear()
         for w in dropped:
-            w.closed = True
             w.events.put(None)
         return len(dropped)
 
@@ -253,7 +247,7 @@ class Store:
             return copy.deepcopy(current)
         if not new["metadata"].get("finalizers"):
             new["metadata"].pop("finalizers", None)
-        self._store(resource, new, "MODIFIED")
+        self._store(resource, new, "MODIFIED", current)
         self._maybe_remove(resource, new)
         return copy.deepcopy(new)
 
@@ -275,12 +269,13 @@ class Store:
         self._emit(Event("DELETED", resource, gone, self._rv))
         return copy.deepcopy(gone)
 
-    def _store(self, resource: str, obj: Json, kind: str) -> None:
+    def _store(self, resource: str, obj: Json, kind: str, old: Json | None = None) -> None:
         self._rv += 1
         meta = obj["metadata"]
         meta["resourceVersion"] = str(self._rv)
         self._objects[(resource, meta["namespace"], meta["name"])] = obj
-        self._emit(Event(kind, resource, copy.deepcopy(obj), self._rv))
+        # `old` left the store and nobody changes it any more: no copy needed.
+        self._emit(Event(kind, resource, copy.deepcopy(obj), self._rv, old))
 
     def _emit(self, event: Event) -> None:
         self._history.append(event)
