@@ -91,9 +91,10 @@ def k8s_stack(
                 "1",
                 "--failure-check-interval",
                 "1",
-                # Above any create's latency here: younger leftovers may be a create's.
+                # Short on purpose: the sweeper must never take a create's own objects
+                # whatever the minimum age (it lists the pods after them).
                 "--sweep-min-age",
-                "30",
+                "1",
                 "--sweep-interval",
                 "1",
                 "--log-level",

@@ -124,16 +124,7 @@ def test_a_pod_that_cannot_start_fails_its_proxy_and_its_objects_are_deleted(
         wait_for("its objects deleted", lambda: left_in_fake(fake) == {}, timeout=30)
 
 
-OOM_XFAIL = pytest.mark.xfail(
-    strict=True,
-    reason="lifecycle allows no READY -> FAILED: the pod-failure watcher's transition of a "
-    "ready proxy conflicts and is skipped; after an OOM kill the container restarts, health "
-    "never sees the proxy unhealthy, so it stays ready (an eviction works: health marks it "
-    "unhealthy first)",
-)
-
-
-@pytest.mark.parametrize("kill", ["evict", pytest.param("oom", marks=OOM_XFAIL)])
+@pytest.mark.parametrize("kill", ["evict", "oom"])
 def test_a_ready_pod_evicted_or_oom_killed_fails_its_proxy_with_the_reason(
     kill: str, fake: FakeKube, nats_url: str, redis_url: str
 ) -> None:

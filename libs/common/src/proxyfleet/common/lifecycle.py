@@ -10,7 +10,10 @@ ALLOWED: dict[Phase, frozenset[Phase]] = {
     Phase.PENDING: frozenset({Phase.PROVISIONING, Phase.FAILED, Phase.DELETING}),
     Phase.PROVISIONING: frozenset({Phase.BOOTING, Phase.FAILED, Phase.DELETING}),
     Phase.BOOTING: frozenset({Phase.READY, Phase.FAILED, Phase.DELETING}),
-    Phase.READY: frozenset({Phase.UNHEALTHY, Phase.DELETING}),
+    # A provider that sees a serving proxy's resource fail for good (a pod OOM-killed or
+    # evicted, a spot VM preempted) fails it at once, lease revoked with it: health
+    # may never see it unhealthy when the container restarts in place.
+    Phase.READY: frozenset({Phase.UNHEALTHY, Phase.FAILED, Phase.DELETING}),
     Phase.UNHEALTHY: frozenset({Phase.READY, Phase.DELETING, Phase.FAILED}),
     Phase.DELETING: frozenset({Phase.DELETED}),
     Phase.FAILED: frozenset({Phase.DELETING}),

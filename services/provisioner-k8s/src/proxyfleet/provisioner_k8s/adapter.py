@@ -131,7 +131,7 @@ class K8sProvider:
             for s in await self.objects.list("secrets", self.selector)
         }
         live = [s for s in pods if s.proxy_id and not s.deleting]
-        await self.sweeper.maybe_sweep({s.name for s in pods})
+        await self.sweeper.maybe_sweep()
         return [self._managed(s, secrets.get(s.name, {})) for s in live]
 
     async def close(self) -> None:

@@ -1,11 +1,14 @@
 """Leftovers the owner references did not take away: this installation's Secrets,
 ConfigMaps and Services whose pod is gone, deleted once older than `sweep_min_age`
 (`sweep_dry_run`: only reported). Run when GC asks for the managed resources, at most
-every `sweep_interval`."""
+every `sweep_interval`.
+
+The pods are listed after the objects: a create makes its pod before the pod's
+dependents, so every listed dependent of a live proxy finds its pod in the later listing,
+whatever the minimum age (listing pods first lost a create's ConfigMaps and Secrets made
+in between once the minimum age was short)."""
 
 from __future__ import annotations
-
-from collections.abc import Collection
 
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.errors import ProviderError
@@ -29,24 +32,24 @@ class Sweeper:
         self.last_report: list[Leftover] = []
         """What the last sweep deleted (or, dry-run, would have)."""
 
-    async def maybe_sweep(self, pod_names: Collection[str]) -> None:
+    async def maybe_sweep(self) -> None:
         now = self._clock.now()
         if now - self._last < self._t.sweep_interval:
             return
         self._last = now
         try:
-            await self.sweep(pod_names)
+            await self.sweep()
         except ProviderError as exc:  # a sweep failing must not fail GC's listing
             log.warning("k8s.sweep_failed", error=str(exc))
 
-    async def sweep(self, pod_names: Collection[str]) -> list[Leftover]:
-        """`pod_names`: this installation's pods, listed before the objects (a pod made
-        after that listing has dependents younger than the minimum age)."""
+    async def sweep(self) -> list[Leftover]:
         found: list[Leftover] = []
         for resource in SWEPT_RESOURCES:
             found += [
                 leftover(resource, o) for o in await self._objects.list(resource, self._selector)
             ]
+        pods = await self._objects.list("pods", self._selector)
+        pod_names = {str((p.get("metadata") or {}).get("name", "")) for p in pods}
         due = orphans(found, pod_names, self._clock.now(), self._t.sweep_min_age)
         dry = self._t.sweep_dry_run
         for o in due:
