@@ -1,5 +1,6 @@
 """Probe claims shared by health replicas: a fair share per claim, each proxy on a grid of
-its own so proxies created together are not due together, never twice in an interval."""
+its own (while replicas share) so proxies created together are not due together, never
+twice in an interval."""
 
 from __future__ import annotations
 
@@ -61,13 +62,34 @@ async def test_a_replica_counts_until_an_interval_without_claims_or_its_leaving(
     assert (await registry.claim_probes(INTERVAL, 10)) == []  # unnamed: no share bound
 
 
+async def keep_b_counted(registry: ProxyRegistry, clock: ManualClock, seconds: float) -> None:
+    """Let `seconds` pass while replica b stays counted (claiming nothing)."""
+    while seconds > 0:
+        step = min(seconds, INTERVAL / 3)
+        clock.advance(step)
+        seconds -= step
+        claim = await registry.claim_probe_share(INTERVAL, 0, "b")
+        assert claim.proxies == []
+
+
+async def claim_as_a(registry: ProxyRegistry) -> list[str]:
+    claim = await registry.claim_probe_share(INTERVAL, 100, "a")
+    assert claim.replicas == 2  # shared with b
+    return [p.id for p in claim.proxies]
+
+
 async def test_proxies_created_together_are_spread_over_the_interval(
     registry: ProxyRegistry, clock: ManualClock
 ) -> None:
+    await keep_b_counted(registry, clock, 0.1)
     for i in range(60):
         await make_ready(registry, make_proxy(f"p{i}", clock))
     due = clock.now()
-    assert len(await registry.claim_probes(INTERVAL, 100)) == 60
+    shares = []
+    for replica in "abababababab":  # each claim half of what is still due, at least one
+        shares.append(len((await registry.claim_probe_share(INTERVAL, 100, replica)).proxies))
+    assert shares[:4] == [30, 15, 8, 4]
+    assert sum(shares) == 60
     nexts = [await registry.next_probe_at(f"p{i}") for i in range(60)]
     offsets = sorted(n - due - INTERVAL for n in nexts if n is not None)
     assert len(offsets) == 60
@@ -79,34 +101,48 @@ async def test_proxies_created_together_are_spread_over_the_interval(
 async def test_a_proxy_stays_on_its_grid_and_is_never_due_twice_in_an_interval(
     registry: ProxyRegistry, clock: ManualClock
 ) -> None:
+    await keep_b_counted(registry, clock, 0.1)
     await make_ready(registry, make_proxy("p1", clock))
     previous = clock.now()
     for lateness in (0.0, 3.0, 0.1, 9.9, 25.0, 0.0):  # 25: a backlog of over two intervals
-        clock.advance(lateness)
-        assert [p.id for p in await registry.claim_probes(INTERVAL, 10)] == ["p1"]
+        await keep_b_counted(registry, clock, lateness)
+        assert await claim_as_a(registry) == ["p1"]
         nxt = await registry.next_probe_at("p1")
         assert nxt is not None
         assert nxt - previous >= INTERVAL - 1e-6  # never due again within the interval
         # one interval after it was due (after now in a backlog), then onto its grid
         base = previous + INTERVAL if previous + INTERVAL > clock.now() else clock.now() + INTERVAL
         assert nxt - base < INTERVAL
-        assert await registry.claim_probes(INTERVAL, 10) == []
+        assert await claim_as_a(registry) == []
         previous = nxt
-        clock.advance(nxt - clock.now())
+        await keep_b_counted(registry, clock, nxt - clock.now() + 1e-3)  # due (float sums)
     grid = [previous]
     for _ in range(3):  # on time from here: exactly one interval apart
-        assert len(await registry.claim_probes(INTERVAL, 10)) == 1
+        assert len(await claim_as_a(registry)) == 1
         nxt = await registry.next_probe_at("p1")
         assert nxt is not None
         grid.append(nxt)
-        clock.advance(INTERVAL)
+        await keep_b_counted(registry, clock, nxt - clock.now() + 1e-3)
     assert [b - a for a, b in itertools.pairwise(grid)] == pytest.approx([INTERVAL] * 3)
 
 
 async def test_a_booting_proxy_keeps_its_pace(registry: ProxyRegistry, clock: ManualClock) -> None:
+    await keep_b_counted(registry, clock, 0.1)
     assert await registry.create(make_proxy("p1", clock))
     await registry.transition("p1", Phase.PROVISIONING)
     await registry.transition("p1", Phase.BOOTING, host="127.0.0.1", port=3128)
     due = clock.now()
-    assert len(await registry.claim_probes(INTERVAL, 10)) == 1
+    assert await claim_as_a(registry) == ["p1"]
     assert await registry.next_probe_at("p1") == pytest.approx(due + INTERVAL)
+
+
+async def test_a_lone_replica_keeps_proxies_due_together(
+    registry: ProxyRegistry, clock: ManualClock
+) -> None:
+    for i in range(5):
+        await make_ready(registry, make_proxy(f"p{i}", clock))
+    due = clock.now()
+    claim = await registry.claim_probe_share(INTERVAL, 100, "a")
+    assert (len(claim.proxies), claim.replicas) == (5, 1)
+    nexts = [await registry.next_probe_at(f"p{i}") for i in range(5)]
+    assert nexts == [pytest.approx(due + INTERVAL)] * 5

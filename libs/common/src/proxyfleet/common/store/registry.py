@@ -267,7 +267,7 @@ class ProxyRegistry:
     async def claim_probe_share(self, interval: float, limit: int, replica: str) -> ProbeClaim:
         """Like `claim_probes`; with a `replica` name, at most its fair share of the due
         proxies (ceil(due / replicas that claimed within the last interval)), and the
-        count of those replicas."""
+        count of those replicas. A `limit` of 0 claims nothing but counts the replica."""
         now = repr(self._clock.now())
         reply = await self._scripts.call("claim_probes", now, interval, limit, replica)
         rows = reply[1:]
