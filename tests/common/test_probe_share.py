@@ -110,9 +110,11 @@ async def test_a_proxy_stays_on_its_grid_and_is_never_due_twice_in_an_interval(
         nxt = await registry.next_probe_at("p1")
         assert nxt is not None
         assert nxt - previous >= INTERVAL - 1e-6  # never due again within the interval
-        # one interval after it was due (after now in a backlog), then onto its grid
-        base = previous + INTERVAL if previous + INTERVAL > clock.now() else clock.now() + INTERVAL
+        # one interval after it was due (after the claim when that was over half an
+        # interval late), then onto its grid
+        base = previous + INTERVAL if lateness <= INTERVAL / 2 else clock.now() + INTERVAL
         assert nxt - base < INTERVAL
+        assert nxt - clock.now() >= INTERVAL / 2  # the next claim half an interval on
         assert await claim_as_a(registry) == []
         previous = nxt
         await keep_b_counted(registry, clock, nxt - clock.now() + 1e-3)  # due (float sums)

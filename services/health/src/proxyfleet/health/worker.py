@@ -27,6 +27,7 @@ import asyncio
 import contextlib
 import os
 import random
+import secrets
 import socket
 from collections import Counter
 from collections.abc import Sequence
@@ -71,8 +72,9 @@ class HealthWorker:
     ) -> None:
         """`relay`: publishes the outbox (events and intents of every transition); None
         builds one on `nc`, run by `run`. `replica`: this process's name among the
-        replicas sharing the probes (default: host name and pid)."""
-        self.replica = replica or f"{socket.gethostname()}:{os.getpid()}"
+        replicas sharing the probes (default: host name, pid and a random suffix, so two
+        workers in one process count as two)."""
+        self.replica = replica or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
         self._settings = settings
         self._registry = registry
         self.relay = relay or OutboxRelay(registry.outbox, nc, service="health")

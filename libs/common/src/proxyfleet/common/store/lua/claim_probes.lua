@@ -34,12 +34,15 @@ for _, id in ipairs(ids) do
   if #h == 0 then
     redis.call('ZREM', k('probe'), id)
   else
-    -- Next probe one interval after this one was due (no drift by the claim's lateness),
-    -- but never in the past (a backlog must not make a proxy due twice in an interval);
-    -- then, shared, on the proxy's grid, at most one interval later, once. A booting
-    -- proxy keeps its pace: the grid would delay the probe that finds it up.
-    local next_ = tonumber(redis.call('ZSCORE', k('probe'), id)) + interval
-    if next_ <= now then next_ = now + interval end
+    -- Next probe one interval after this one was due (no drift by a claim's lateness),
+    -- but one interval after this claim when it is more than half an interval late, so
+    -- two claims of a proxy are always at least half an interval apart (and a backlog
+    -- never makes one due twice in an interval); then, shared, on the proxy's grid, at
+    -- most one interval later, once. A booting proxy keeps its pace: the grid would
+    -- delay the probe that finds it up.
+    local due_at = tonumber(redis.call('ZSCORE', k('probe'), id))
+    local next_ = due_at + interval
+    if now - due_at > interval / 2 then next_ = now + interval end
     local booting = false
     for i = 1, #h, 2 do
       if h[i] == 'phase' then booting = h[i + 1] == 'booting' break end
