@@ -136,3 +136,15 @@ async def test_update_many_reports_each_outcome(
     p1 = await registry.get("p1")
     assert p1 is not None
     assert p1.ok_streak == 1
+
+
+async def test_a_claim_over_half_an_interval_late_schedules_the_next_from_itself(
+    registry: ProxyRegistry, clock: ManualClock
+) -> None:
+    await make_ready(registry, make_proxy("p1", clock))
+    clock.advance(6)  # due at 0, claimed at 6 of a 10 s interval
+    assert len(await registry.claim_probes(interval=10, limit=10)) == 1
+    clock.advance(9.9)  # not due at 10: that would be 4 s after the last claim
+    assert await registry.claim_probes(interval=10, limit=10) == []
+    clock.advance(0.1)
+    assert len(await registry.claim_probes(interval=10, limit=10)) == 1

@@ -266,3 +266,31 @@ async def test_a_deleted_durable_is_declared_again(
 
     await wait_until(handled, 10.0, "the intent to be handled on the new durable")
     assert handler.deliveries_of("p-later")[0][0] == 1
+
+
+async def test_a_short_ack_wait_redelivers_nothing_with_more_intents_than_slots(
+    provider_name: str, nc: NatsClient, start_consumer: ConsumerFactory
+) -> None:
+    """Intents waiting for a free slot stay in the stream, not fetched and unheartbeated:
+    each intent outlasts ack_wait, yet none is delivered twice."""
+
+    async def slow(_: Intent, __: Delivery) -> Verdict:
+        await asyncio.sleep(1.2)  # two ack_waits
+        return Verdict.ack()
+
+    settings = fast_settings(provider_name, concurrency=2, ack_wait=0.6, heartbeat_interval=0.2)
+    first, second = ScriptedHandler(slow), ScriptedHandler(slow)
+    await start_consumer(first, settings)
+    await start_consumer(second, settings)
+    ids = [f"p-{n}" for n in range(10)]
+    for proxy_id in ids:
+        await publish_create(nc, provider_name, proxy_id)
+
+    async def all_acked() -> bool:
+        done = len(first.seen) + len(second.seen) >= len(ids)
+        return done and (await consumer_state(nc, provider_name))[:2] == (0, 0)
+
+    await wait_until(all_acked, 30.0, "every intent to be acked")
+    handled = sorted(pid for h in (first, second) for pid, _, _ in h.seen)
+    assert handled == sorted(ids)  # each once
+    assert {n for h in (first, second) for _, n, _ in h.seen} == {1}  # first deliveries only

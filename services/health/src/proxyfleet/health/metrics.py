@@ -34,6 +34,16 @@ PROBE_BACKLOG = Gauge(
     "proxyfleet_probe_backlog",
     "Proxies whose probe is due now and not yet claimed by any health replica.",
 )
+CLAIMED = Counter(
+    "proxyfleet_health_claimed_total",
+    "Proxies this replica claimed for a probe. Its share of the fleet's probes: "
+    "rate of this series over the sum of the rates of every replica's.",
+)
+REPLICAS = Gauge(
+    "proxyfleet_health_replicas",
+    "Health replicas sharing the probes, as this replica's last claim counted them (those "
+    "that claimed within the last interval); each claims at most its share of the due.",
+)
 PROBES_IN_FLIGHT = Gauge(
     "proxyfleet_probes_in_flight",
     "Probes claimed by this process and not yet recorded.",

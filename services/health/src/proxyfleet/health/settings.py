@@ -31,7 +31,8 @@ class HealthSettings:
     claim_batch: int = 256
     """Most proxies claimed by one claim script call."""
     tick: float = 0.2
-    """Seconds between two claims when no probe is due."""
+    """Seconds between two claims when no more probes are due for this replica (each wait
+    drawn between half and one and a half ticks, so replicas do not claim in step)."""
     writers: int = 4
     """Tasks writing probe results to Redis, each a batch at a time (one pipelined round
     trip); bounds this process's Redis connections."""

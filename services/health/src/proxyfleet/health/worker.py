@@ -2,8 +2,11 @@
 
 Three stages, joined by in-memory queues, so a slow probe never holds up the others:
 
-  claim (1 task)  -- `registry.claim_probes`: atomic, each proxy once per interval across
-                     replicas; claims only as many proxies as there are free probe slots.
+  claim (1 task)  -- `registry.claim_probe_share`: atomic, each proxy once per interval
+                     across replicas; claims at most this replica's fair share of the
+                     due proxies (ceil(due / live replicas)) and no more than its free
+                     probe slots, then waits a jittered tick, so which replica claims
+                     next is random and each gets about the same share.
   probe (N tasks) -- a fixed pool of `concurrency` tasks, each running one probe at a time.
   write (K tasks) -- `writers` tasks, each taking every result waiting (up to claim_batch):
                      publish each ProbeResult on core NATS (no flush), apply the hysteresis
@@ -22,6 +25,10 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import random
+import secrets
+import socket
 from collections import Counter
 from collections.abc import Sequence
 from typing import Any
@@ -61,9 +68,13 @@ class HealthWorker:
         clock: Clock,
         providers: Sequence[str] = (),
         relay: OutboxRelay | None = None,
+        replica: str = "",
     ) -> None:
         """`relay`: publishes the outbox (events and intents of every transition); None
-        builds one on `nc`, run by `run`."""
+        builds one on `nc`, run by `run`. `replica`: this process's name among the
+        replicas sharing the probes (default: host name, pid and a random suffix, so two
+        workers in one process count as two)."""
+        self.replica = replica or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
         self._settings = settings
         self._registry = registry
         self.relay = relay or OutboxRelay(registry.outbox, nc, service="health")
@@ -112,6 +123,8 @@ class HealthWorker:
             await asyncio.gather(*tasks, return_exceptions=True)
             relay_stop.set()
             await relay
+            with contextlib.suppress(StoreUnavailable):
+                await self._registry.leave_probe_share(self.replica)
 
     # ---- claim --------------------------------------------------------------------------
 
@@ -125,7 +138,7 @@ class HealthWorker:
                 continue
             want = min(room, s.claim_batch)
             try:
-                proxies = await self._registry.claim_probes(s.interval, want)
+                claim = await self._registry.claim_probe_share(s.interval, want, self.replica)
             except StoreUnavailable as exc:  # Redis down: keep trying, stay alive.
                 if self._claim_ok:
                     log.warning("health.claim_failed", error=str(exc) or type(exc).__name__)
@@ -134,13 +147,16 @@ class HealthWorker:
                 continue
             self._claim_ok = True
             self._relay_ok = await self.relay.ready()
-            for proxy in proxies:
+            metrics.REPLICAS.set(claim.replicas)
+            metrics.CLAIMED.inc(len(claim.proxies))
+            for proxy in claim.proxies:
                 if proxy.id in self._in_flight:
                     continue
                 self._in_flight.add(proxy.id)
                 self._todo.put_nowait(proxy)
-            if len(proxies) < want:
-                await _wait(stop, s.tick)
+            if len(claim.proxies) < want:
+                # Jittered: replicas ticking in step would always claim in the same order.
+                await _wait(stop, s.tick * random.uniform(0.5, 1.5))
 
     # ---- probe --------------------------------------------------------------------------
 

@@ -21,6 +21,7 @@ from faststream.nats.message import NatsMessage as NatsMessageType
 from nats.aio.client import Client as NatsClient
 from nats.js.api import AckPolicy as JsAckPolicy
 from nats.js.api import ConsumerConfig, DeliverPolicy
+from prometheus_client import Gauge
 from pydantic import WithJsonSchema
 
 from proxyfleet.common import subjects
@@ -35,6 +36,11 @@ from proxyfleet.common.runner.verdict import Delivery, Reply, Verdict
 from proxyfleet.common.wire_schema import json_schema
 
 log = get_logger("proxyfleet.runner")
+
+INTENTS_IN_PROGRESS = Gauge(
+    "proxyfleet_intents_in_progress",
+    "Intents this replica is handling now (each heartbeated until acked or NAKed).",
+)
 
 IntentBody = Annotated[bytes, WithJsonSchema(json_schema(Intent))]
 """An intent as it arrives: JSON bytes, decoded by msgspec in the handler (an undecodable
@@ -167,6 +173,7 @@ class IntentConsumer:
             return
         kind = "intent.create" if isinstance(intent, CreateIntent) else "intent.delete"
         started = time.perf_counter()
+        INTENTS_IN_PROGRESS.inc()
         try:
             async with self._heartbeats(msg):
                 verdict = await self._handler.handle(intent, delivery)
@@ -179,6 +186,8 @@ class IntentConsumer:
         except Exception:
             log.exception("consumer.handling_failed", kind=kind, proxy_id=intent.proxy_id)
             verdict = self._after_unexpected_error(delivery)
+        finally:
+            INTENTS_IN_PROGRESS.dec()
         MESSAGE_SECONDS.labels(kind).observe(time.perf_counter() - started)
         MESSAGES.labels(kind, verdict.result).inc()
         await self._reply(msg, verdict)

@@ -16,12 +16,15 @@ class RunnerSettings:
     boot_timeout: float = option(120.0, exposed=False)
     """Seconds a booting proxy has to become healthy (from the providers config); the
     runner stamps `boot_deadline = now + boot_timeout` when the resource is created."""
-    ack_wait: float = option(30.0, env_aliases=("PROXYFLEET_ACK_WAIT",))
-    """Seconds JetStream waits for an ack before redelivering an intent to another replica
-    (a crashed replica's work is picked up after this)."""
-    heartbeat_interval: float = 10.0
+    ack_wait: float = option(5.0, env_aliases=("PROXYFLEET_ACK_WAIT",))
+    """Seconds JetStream waits for an ack or a heartbeat before redelivering an intent to
+    another replica: a killed replica's intents are taken over after this. Short, because
+    heartbeats keep a slow create alive however long it takes; only a replica that cannot
+    heartbeat for this long (a stalled event loop) would see its intent handled twice."""
+    heartbeat_interval: float = 1.0
     """Seconds between `in_progress` acks while an intent is handled (at most a third of
-    ack_wait, whatever is set here)."""
+    ack_wait, whatever is set here). Only intents in a handler are held: each pull
+    subscriber fetches one when it is free, so none waits unheartbeated."""
     max_deliver: int = 8
     """Deliveries of one intent at most. A temporary error on the last one is treated as
     permanent: the proxy fails instead of being retried forever."""

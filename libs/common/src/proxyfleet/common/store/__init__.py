@@ -5,7 +5,7 @@ from proxyfleet.common.store.installation import Installation, InstallationMarke
 from proxyfleet.common.store.leases import GrantRequest, LeaseStore
 from proxyfleet.common.store.mux import LuaScript, ScriptMux
 from proxyfleet.common.store.outbox import Outbox, OutboxEntry
-from proxyfleet.common.store.registry import ProxyRegistry, TransitionResult
+from proxyfleet.common.store.registry import ProbeClaim, ProxyRegistry, TransitionResult
 from proxyfleet.common.store.scripts import connect_redis
 
 __all__ = [
@@ -18,6 +18,7 @@ __all__ = [
     "LuaScript",
     "Outbox",
     "OutboxEntry",
+    "ProbeClaim",
     "ProxyRegistry",
     "ScriptMux",
     "TransitionResult",

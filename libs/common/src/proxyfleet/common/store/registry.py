@@ -44,6 +44,15 @@ class TransitionResult:
     ended_lease_id: str = ""
 
 
+@dataclass(frozen=True, slots=True)
+class ProbeClaim:
+    proxies: list[Proxy]
+    """The claimed proxies, each due now and pushed one interval ahead."""
+    replicas: int
+    """Health replicas sharing the probes (claimed within the last interval), this one
+    included; 1 for a claim without a replica name."""
+
+
 @translates_outages
 class ProxyRegistry:
     def __init__(
@@ -251,10 +260,27 @@ class ProxyRegistry:
             counts[Phase(k)] = int(v)
         return counts
 
-    async def claim_probes(self, interval: float, limit: int) -> list[Proxy]:
+    async def claim_probes(self, interval: float, limit: int, replica: str = "") -> list[Proxy]:
         """Proxies whose probe is due, each pushed one interval ahead (shared by replicas)."""
-        rows = await self._scripts.call("claim_probes", repr(self._clock.now()), interval, limit)
-        return [proxy_from_hash(pairs_to_dict(r)) for r in rows]
+        return (await self.claim_probe_share(interval, limit, replica)).proxies
+
+    async def claim_probe_share(self, interval: float, limit: int, replica: str) -> ProbeClaim:
+        """Like `claim_probes`; with a `replica` name, at most its fair share of the due
+        proxies (ceil(due / replicas that claimed within the last interval)), and the
+        count of those replicas. A `limit` of 0 claims nothing but counts the replica."""
+        now = repr(self._clock.now())
+        reply = await self._scripts.call("claim_probes", now, interval, limit, replica)
+        rows = reply[1:]
+        return ProbeClaim([proxy_from_hash(pairs_to_dict(r)) for r in rows], int(reply[0]))
+
+    async def leave_probe_share(self, replica: str) -> None:
+        """A stopping replica leaves the count at once, rather than one interval later."""
+        await self._redis.zrem(self._key("probers"), replica)
+
+    async def next_probe_at(self, proxy_id: str) -> float | None:
+        """When the proxy's next probe is due (None: not on the probe schedule)."""
+        score = await self._redis.zscore(self._key("probe"), proxy_id)
+        return None if score is None else float(score)
 
     async def probe_backlog(self) -> int:
         """How many proxies are due for a probe right now."""
