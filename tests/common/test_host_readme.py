@@ -14,11 +14,12 @@ from proxyfleet.common.host.docs import BEGIN, END, settings_tables
 from proxyfleet.gc.main import SERVICE as GC
 from proxyfleet.health.main import SERVICE as HEALTH
 from proxyfleet.provisioner_gcp.main import SERVICE as GCP
+from proxyfleet.provisioner_k8s.main import SERVICE as K8S
 from proxyfleet.provisioner_kvm.main import SERVICE as KVM
 from proxyfleet.provisioner_local.main import SERVICE as LOCAL
 
 README = Path(__file__).resolve().parents[2] / "README.md"
-SERVICES: list[Service[Any]] = [API, LOCAL, KVM, GCP, HEALTH, GC]
+SERVICES: list[Service[Any]] = [API, LOCAL, KVM, GCP, K8S, HEALTH, GC]
 
 
 def current_block(text: str) -> str:
@@ -55,6 +56,9 @@ def test_every_env_name_the_readme_documented_before_is_still_read() -> None:
         "PROXYFLEET_RECONCILE_INTERVAL PROXYFLEET_STALE_AFTER PROXYFLEET_ACK_WAIT "
         "PROXYFLEET_CONCURRENCY PROXYFLEET_LIBVIRT_TRACE",
         "provisioner-gcp": "PROXYFLEET_PROVIDER PROXYFLEET_METRICS_PORT "
+        "PROXYFLEET_RECONCILE_INTERVAL PROXYFLEET_STALE_AFTER PROXYFLEET_ACK_WAIT "
+        "PROXYFLEET_CONCURRENCY",
+        "provisioner-k8s": "PROXYFLEET_PROVIDER PROXYFLEET_METRICS_PORT "
         "PROXYFLEET_RECONCILE_INTERVAL PROXYFLEET_STALE_AFTER PROXYFLEET_ACK_WAIT "
         "PROXYFLEET_CONCURRENCY",
     }

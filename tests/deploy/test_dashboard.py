@@ -18,6 +18,8 @@ METRIC_KINDS = {"Counter", "Gauge", "Histogram", "Summary"}
 SERIES = re.compile(r"\b(proxyfleet_[a-z0-9_]+)(\{[^}]*\})?")
 MATCHER = re.compile(r"([a-zA-Z_][a-zA-Z0-9_]*)\s*(?:=~|!~|!=|=)")
 GROUPING = re.compile(r"\b(?:by|without)\s*\(([^)]*)\)")
+TARGET_LABELS = {"pod", "namespace", "instance", "job", "service", "container"}
+"""Labels Prometheus adds to every series it scrapes through the ServiceMonitor."""
 
 
 @dataclass(frozen=True)
@@ -93,7 +95,7 @@ def test_every_metric_a_panel_queries_is_defined_with_the_labels_it_uses() -> No
             assert set(MATCHER.findall(matchers)) <= set(defined[name]), expr
             names.add(name)
         # Grouping labels exist on at least one of the expression's metrics.
-        known = {label for name in names for label in defined[name]}
+        known = {label for name in names for label in defined[name]} | TARGET_LABELS
         for group in GROUPING.findall(expr):
             assert {g.strip() for g in group.split(",") if g.strip()} <= known, expr
         queried |= names
@@ -105,6 +107,7 @@ def test_every_metric_a_panel_queries_is_defined_with_the_labels_it_uses() -> No
         "proxyfleet_lease_conflicts_total",
         "proxyfleet_probe_seconds_bucket",
         "proxyfleet_provider_call_seconds_count",
+        "proxyfleet_health_claimed_total",
     } <= queried
 
 
