@@ -48,6 +48,7 @@ SLOW_MODULES = {
     "tests/health/test_main.py",
     "tests/health/test_target.py",
     "tests/health/test_tls.py",
+    "tests/k8s/integration/test_gate.py",
     "tests/kvm/test_image_store.py",
     "tests/provisioner/test_local_adapter.py",
     "tests/provisioner/test_provisioner_process.py",

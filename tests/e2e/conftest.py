@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from tests.k8s.fake_kube import FakeKube
 
 from proxyfleet.devstack.stack import Stack, StackOptions, stop_local_proxies
 
@@ -53,3 +54,14 @@ def _print_logs_on_failure(base: Path) -> None:
     for log in sorted((base / "logs").glob("*.log")):
         tail = log.read_text(errors="replace").splitlines()[-15:]
         print(f"---- {log.name} (last lines)\n" + "\n".join(tail))
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeKube]:
+    """A fake Kubernetes API server (tests/k8s/fake_kube) for the provisioner-k8s stacks;
+    closed, with every Squid its kubelet started, at teardown."""
+    f = FakeKube().start()
+    try:
+        yield f
+    finally:
+        f.close()

@@ -3,7 +3,6 @@ included) over real NATS and Redis, the fake GCE in this process booting real Sq
 
 from __future__ import annotations
 
-import shutil
 import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -11,11 +10,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import httpx
-from tests.e2e.journey import wait_for
+from tests.e2e.provider_stack import running
 
 from proxyfleet.devstack.servers import free_port
-from proxyfleet.devstack.stack import Stack, StackOptions, _bin, stop_local_proxies
+from proxyfleet.devstack.stack import Stack, StackOptions, _bin
 
 
 def gcp_provider_yaml(endpoint: str, project: str, target_port: int, in_flight: int) -> str:
@@ -75,36 +73,8 @@ def gcp_stack(
         },
         extra_args={"api": ["--sweep-interval", "0.5"]},
     )
-    s = Stack(opts)
-    try:
-        s.start()
-        # The stack waits for the API only; importing the Compute client takes seconds.
-        wait_for(
-            "provisioner-gcp ready",
-            lambda: _ready(f"http://127.0.0.1:{metrics_port}/readyz"),
-            timeout=90,
-        )
+    with running(opts, "provisioner-gcp", metrics_port) as s:
         yield s
-    finally:
-        s.stop()
-        stop_local_proxies(base / "local-proxies")
-        for log in sorted((base / "logs").glob("*.log")):
-            tail = log.read_text(errors="replace").splitlines()[-15:]
-            print(f"---- {log.name} (last lines)\n" + "\n".join(tail))
-        shutil.rmtree(base, ignore_errors=True)
-
-
-def _ready(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
-def log_text(stack: Stack) -> str:
-    return "\n".join(
-        p.read_text(errors="replace") for p in (stack.opts.base_dir / "logs").glob("*.log")
-    )
 
 
 def max_overlap(operations: list[dict[str, Any]], kind: str) -> int:

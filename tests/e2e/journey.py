@@ -17,6 +17,7 @@ from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 
 T = TypeVar("T")
+S = TypeVar("S", bound="ThreadedSubscriber")
 
 
 def wait_for(what: str, check: Callable[[], T | None], timeout: float = 20.0) -> T:
@@ -81,17 +82,21 @@ def marker_pid(state_dir: Path, proxy_id: str) -> int:
     return int(marker["pid"])
 
 
-class EventTap:
-    """A plain core-NATS subscriber in a thread of its own, recording event types."""
+class ThreadedSubscriber:
+    """A plain core-NATS subscriber on `subject`, in a thread of its own (the tests that
+    use it are synchronous); subclasses say what `record` keeps of each message."""
 
     def __init__(self, url: str, subject: str) -> None:
         self.url, self.subject = url, subject
-        self.seen: list[str] = []
+        self._lock = threading.Lock()
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._nc: NatsClient | None = None
 
-    def __enter__(self) -> EventTap:
+    def record(self, msg: Msg) -> None:
+        raise NotImplementedError
+
+    def __enter__(self: S) -> S:
         self._thread.start()
         asyncio.run_coroutine_threadsafe(self._subscribe(), self._loop).result(10)
         return self
@@ -100,12 +105,25 @@ class EventTap:
         self._nc = await nats.connect(self.url)
 
         async def record(msg: Msg) -> None:
-            self.seen.append(msg.subject.removeprefix("proxyfleet.events."))
+            with self._lock:
+                self.record(msg)
 
         await self._nc.subscribe(self.subject, cb=record)
+        await self._nc.flush()
 
     def __exit__(self, *exc: object) -> None:
         if self._nc is not None:
             asyncio.run_coroutine_threadsafe(self._nc.close(), self._loop).result(10)
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(5)
+
+
+class EventTap(ThreadedSubscriber):
+    """Records the type of every event on `subject`."""
+
+    def __init__(self, url: str, subject: str) -> None:
+        super().__init__(url, subject)
+        self.seen: list[str] = []
+
+    def record(self, msg: Msg) -> None:
+        self.seen.append(msg.subject.removeprefix("proxyfleet.events."))

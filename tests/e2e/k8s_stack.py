@@ -4,26 +4,21 @@ process through a kubeconfig file it writes; the fake's kubelet runs a real Squi
 
 from __future__ import annotations
 
-import asyncio
 import json
-import shutil
 import tempfile
-import threading
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-import httpx
-import nats
 import redis
-from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
-from tests.e2e.journey import wait_for
+from tests.e2e.journey import ThreadedSubscriber
+from tests.e2e.provider_stack import running
 
 from proxyfleet.devstack.servers import free_port
-from proxyfleet.devstack.stack import Stack, StackOptions, _bin, stop_local_proxies
+from proxyfleet.devstack.stack import Stack, StackOptions, _bin
 
 PROVIDER = "cluster"
 NAMESPACE = "proxies"
@@ -104,36 +99,8 @@ def k8s_stack(
         },
         extra_args={"api": ["--sweep-interval", "0.5"]},
     )
-    s = Stack(opts)
-    try:
-        s.start()
-        # The stack waits for the API only; importing the Kubernetes client takes a while.
-        wait_for(
-            "provisioner-k8s ready",
-            lambda: _ready(f"http://127.0.0.1:{metrics_port}/readyz"),
-            timeout=90,
-        )
+    with running(opts, "provisioner-k8s", metrics_port) as s:
         yield s
-    finally:
-        s.stop()
-        stop_local_proxies(base / "local-proxies")
-        for log in sorted((base / "logs").glob("*.log")):
-            tail = log.read_text(errors="replace").splitlines()[-15:]
-            print(f"---- {log.name} (last lines)\n" + "\n".join(tail))
-        shutil.rmtree(base, ignore_errors=True)
-
-
-def _ready(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=1).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
-def log_text(stack: Stack) -> str:
-    return "\n".join(
-        p.read_text(errors="replace") for p in (stack.opts.base_dir / "logs").glob("*.log")
-    )
 
 
 def pod_name(proxy_id: str) -> str:
@@ -156,42 +123,20 @@ def pods_per_proxy(fake: Any) -> Counter[str]:
     )
 
 
-class ProxyEvents:
-    """A plain core-NATS subscriber on every event, in a thread of its own, recording
-    (type, proxy id) of each message as published (a JetStream duplicate included)."""
+class ProxyEvents(ThreadedSubscriber):
+    """Records (type, proxy id) of every event as published (a JetStream duplicate
+    included)."""
 
     def __init__(self, url: str) -> None:
-        self.url = url
+        super().__init__(url, "proxyfleet.events.>")
         self.seen: list[tuple[str, str]] = []
-        self._lock = threading.Lock()
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._nc: NatsClient | None = None
 
-    def __enter__(self) -> ProxyEvents:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._subscribe(), self._loop).result(10)
-        return self
-
-    async def _subscribe(self) -> None:
-        self._nc = await nats.connect(self.url)
-
-        async def record(msg: Msg) -> None:
-            body = json.loads(msg.data)
-            with self._lock:
-                self.seen.append((str(body.get("type", "")), str(body.get("proxy_id", ""))))
-
-        await self._nc.subscribe("proxyfleet.events.>", cb=record)
-        await self._nc.flush()
+    def record(self, msg: Msg) -> None:
+        body = json.loads(msg.data)
+        self.seen.append((str(body.get("type", "")), str(body.get("proxy_id", ""))))
 
     def count(self, event_type: str, ids: list[str]) -> dict[str, int]:
         """How many `event_type` events each of `ids` had."""
         with self._lock:
             got = Counter(pid for kind, pid in self.seen if kind == event_type)
         return {pid: got[pid] for pid in ids}
-
-    def __exit__(self, *exc: object) -> None:
-        if self._nc is not None:
-            asyncio.run_coroutine_threadsafe(self._nc.close(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)

@@ -12,8 +12,9 @@ from collections.abc import Iterator
 
 import httpx
 import pytest
-from tests.e2e.gcp_stack import gcp_stack, log_text, max_overlap
+from tests.e2e.gcp_stack import gcp_stack, max_overlap
 from tests.e2e.journey import Api, wait_for
+from tests.e2e.provider_stack import log_text
 from tests.gcp.fake_gce import FakeGce, Settings
 
 pytestmark = pytest.mark.timeout(300)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import ssl
 import time
 from collections import Counter
-from collections.abc import Iterator
 
 import httpx
 import pytest
@@ -18,22 +17,13 @@ from tests.e2e.k8s_stack import (
     PROVIDER,
     k8s_stack,
     left_in_fake,
-    log_text,
     pod_name,
     pods_per_proxy,
 )
+from tests.e2e.provider_stack import log_text
 from tests.k8s.fake_kube import FakeKube
 
 pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeKube]:
-    f = FakeKube().start()
-    try:
-        yield f
-    finally:
-        f.close()
 
 
 def test_a_k8s_proxy_end_to_end(fake: FakeKube, nats_url: str, redis_url: str) -> None:

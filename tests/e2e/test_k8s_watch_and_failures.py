@@ -5,7 +5,6 @@ cannot be pulled, and a ready pod evicted or OOM-killed."""
 from __future__ import annotations
 
 import secrets
-from collections.abc import Iterator
 
 import pytest
 from kubernetes import client
@@ -22,15 +21,6 @@ from tests.e2e.k8s_stack import (
 from tests.k8s.fake_kube import FakeKube, PodMode
 
 pytestmark = pytest.mark.timeout(300)
-
-
-@pytest.fixture
-def fake() -> Iterator[FakeKube]:
-    f = FakeKube().start()
-    try:
-        yield f
-    finally:
-        f.close()
 
 
 def test_dropped_watches_and_410_gone_end_with_every_proxy_ready_once(

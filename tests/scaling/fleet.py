@@ -3,17 +3,14 @@ from them: each process's /metrics, the probe results on NATS, the proxies' proc
 
 from __future__ import annotations
 
-import asyncio
-import threading
 from collections import defaultdict
 from dataclasses import dataclass, field
 
 import httpx
 import msgspec
-import nats
-from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from prometheus_client.parser import text_string_to_metric_families
+from tests.e2e.journey import ThreadedSubscriber
 
 from proxyfleet.common import subjects
 from proxyfleet.common.models import ProbeResult
@@ -79,36 +76,16 @@ class Replicas:
         wait_tcp("127.0.0.1", self.port_of(name), timeout=60)
 
 
-class ProbeTap:
-    """A core-NATS subscriber on every probe result, in a thread of its own: the start
-    time of each probe, by proxy."""
+class ProbeTap(ThreadedSubscriber):
+    """Records the start time of each probe result, by proxy."""
 
     def __init__(self, url: str) -> None:
-        self.url = url
+        super().__init__(url, subjects.PROBE_PREFIX + ".>")
         self.times: dict[str, list[float]] = defaultdict(list)
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
-        self._nc: NatsClient | None = None
 
-    def __enter__(self) -> ProbeTap:
-        self._thread.start()
-        asyncio.run_coroutine_threadsafe(self._subscribe(), self._loop).result(10)
-        return self
-
-    async def _subscribe(self) -> None:
-        self._nc = await nats.connect(self.url)
-
-        async def record(msg: Msg) -> None:
-            result = msgspec.json.decode(msg.data, type=ProbeResult)
-            self.times[result.proxy_id].append(result.time)
-
-        await self._nc.subscribe(subjects.PROBE_PREFIX + ".>", cb=record)
-
-    def __exit__(self, *exc: object) -> None:
-        if self._nc is not None:
-            asyncio.run_coroutine_threadsafe(self._nc.close(), self._loop).result(10)
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join(5)
+    def record(self, msg: Msg) -> None:
+        result = msgspec.json.decode(msg.data, type=ProbeResult)
+        self.times[result.proxy_id].append(result.time)
 
     def since(self, start: float, ids: set[str]) -> dict[str, list[float]]:
         """The probe times of `ids` from `start` on (wall clock, as the results carry)."""

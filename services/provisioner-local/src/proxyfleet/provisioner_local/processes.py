@@ -160,6 +160,18 @@ def port_is_free(host: str, port: int) -> bool:
     return True
 
 
+def wait_port_free(host: str, port: int, within: float) -> bool:
+    """Whether host:port becomes free within `within` seconds (polled): workers a killed
+    engine left (proxy.py's acceptors) may hold its port a moment after it died, until
+    they notice and exit."""
+    deadline = time.monotonic() + within
+    while not port_is_free(host, port):
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
 def log_tail(path: Path, secrets: Iterable[str], max_lines: int = 8) -> str:
     """The last lines of a log, with any of `secrets` masked."""
     try:

@@ -42,9 +42,12 @@ from proxyfleet.provisioner_local.processes import (
     spawn_detached,
     stop_process_group,
     wait_listening,
+    wait_port_free,
 )
 
 log = get_logger("proxyfleet.provisioner_local")
+PORT_FREE_WAIT = 3.0
+"""Seconds a restart waits for a dead engine's port to be let go (see wait_port_free)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,7 +173,7 @@ class LocalProxies:
             if leaders:  # alive again (a create adopted or restarted it meanwhile)
                 return leaders[0]
             kill_leftovers(marker.pid, folder.path)
-            if not port_is_free(self._opts.bind_host, marker.port):
+            if not wait_port_free(self._opts.bind_host, marker.port, PORT_FREE_WAIT):
                 raise TemporaryProviderError(f"port {marker.port} of proxy {proxy_id} is taken")
             if marker.engine == "proxy.py":
                 argv = commands.proxypy_argv(sys.executable, folder)
