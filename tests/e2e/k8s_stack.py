@@ -9,13 +9,14 @@ import tempfile
 from collections import Counter
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import redis
 from nats.aio.msg import Msg
-from tests.e2e.journey import ThreadedSubscriber
-from tests.e2e.provider_stack import running
+from tests.e2e.journey import ThreadedSubscriber, wait_for
+from tests.e2e.provider_stack import ready, running
 
 from proxyfleet.devstack.servers import free_port
 from proxyfleet.devstack.stack import Stack, StackOptions, _bin
@@ -50,14 +51,17 @@ def k8s_stack(
     expose: str = "pod_ip",
     extra_yaml: str = "",
     extra_args: list[str] | None = None,
+    replicas: int = 1,
 ) -> Iterator[Stack]:
     """A started stack whose `cluster` provider is the fake at `fake` (a FakeKube), on
-    Redis database `db` (emptied first: leftovers of another test must not be granted)."""
+    Redis database `db` (emptied first: leftovers of another test must not be granted),
+    with `replicas` provisioner-k8s processes (services provisioner-k8s,
+    provisioner-k8s-2, ...)."""
     base = Path(tempfile.mkdtemp(prefix="proxyfleet-k8s-"))
     base.chmod(0o711)  # Squid run as root drops to `proxy`: the path must be traversable
     kubeconfig = fake.write_kubeconfig(base / "kubeconfig", namespace=NAMESPACE)
     target_port = free_port()
-    metrics_port = free_port()
+    metrics_ports = [free_port() for _ in range(replicas)]
     own_redis = redis_url.rsplit("/", 1)[0] + f"/{db}"
     with redis.Redis.from_url(own_redis) as r:
         r.flushdb()
@@ -76,31 +80,47 @@ def k8s_stack(
         target_port=target_port,
         extra_providers=k8s_provider_yaml(kubeconfig, target_port, expose, extra_yaml),
         extra_services={
-            "provisioner-k8s": [
-                _bin("proxyfleet-provisioner-k8s"),
-                "--provider",
-                PROVIDER,
-                "--metrics-port",
-                str(metrics_port),
-                "--reconcile-interval",
-                "1",
-                "--failure-check-interval",
-                "1",
-                # Short on purpose: the sweeper must never take a create's own objects
-                # whatever the minimum age (it lists the pods after them).
-                "--sweep-min-age",
-                "1",
-                "--sweep-interval",
-                "1",
-                "--log-level",
-                "debug",
-                *(extra_args or []),
-            ]
+            replica_name(i): provisioner_command(port, extra_args)
+            for i, port in enumerate(metrics_ports)
         },
         extra_args={"api": ["--sweep-interval", "0.5"]},
     )
-    with running(opts, "provisioner-k8s", metrics_port) as s:
+    with running(opts, "provisioner-k8s", metrics_ports[0]) as s:
+        for port in metrics_ports[1:]:
+            url = _readyz(port)
+            wait_for("another provisioner-k8s ready", partial(ready, url), timeout=90)
         yield s
+
+
+def replica_name(i: int) -> str:
+    return "provisioner-k8s" if i == 0 else f"provisioner-k8s-{i + 1}"
+
+
+def _readyz(port: int) -> str:
+    return f"http://127.0.0.1:{port}/readyz"
+
+
+def provisioner_command(port: int, extra_args: list[str] | None) -> list[str]:
+    return [
+        _bin("proxyfleet-provisioner-k8s"),
+        "--provider",
+        PROVIDER,
+        "--metrics-port",
+        str(port),
+        "--reconcile-interval",
+        "1",
+        "--failure-check-interval",
+        "1",
+        # Short on purpose: the sweeper must never take a create's own objects
+        # whatever the minimum age (it lists the pods after them).
+        "--sweep-min-age",
+        "1",
+        "--sweep-interval",
+        "1",
+        "--log-level",
+        "debug",
+        *(extra_args or []),
+    ]
 
 
 def pod_name(proxy_id: str) -> str:

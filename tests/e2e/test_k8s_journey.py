@@ -19,6 +19,7 @@ from tests.e2e.k8s_stack import (
     left_in_fake,
     pod_name,
     pods_per_proxy,
+    replica_name,
 )
 from tests.e2e.provider_stack import log_text
 from tests.k8s.fake_kube import FakeKube
@@ -97,3 +98,27 @@ def test_a_hundred_pods_in_one_request(fake: FakeKube, nats_url: str, redis_url:
             f"{len(calls) / len(ids):.2f} ({spread})"
         )
         assert pods_per_proxy(fake) == dict.fromkeys(ids, 1)
+
+
+def test_two_provisioner_replicas_share_creates_with_no_duplicate_pod(
+    fake: FakeKube, nats_url: str, redis_url: str
+) -> None:
+    with k8s_stack(fake, nats_url, redis_url, db=7, replicas=2) as stack:
+        admin = Api(stack.api_url, stack.admin_token)
+        r = admin.http.post("/v1/proxies", json={"provider": PROVIDER, "count": 40})
+        assert r.status_code == 202, r.text
+        ids = [p["id"] for p in r.json()["items"]]
+        wait_for(
+            "40 ready k8s proxies",
+            lambda: all(ph == "ready" for ph in admin.phases(ids).values()) or None,
+            timeout=60,
+        )
+        logs = stack.opts.base_dir / "logs"
+        made = {
+            name: (logs / f"{name}.log").read_text(errors="replace").count("k8s.proxy_created")
+            for name in (replica_name(0), replica_name(1))
+        }
+    print(f"\ncreates by replica: {made}")
+    assert pods_per_proxy(fake) == dict.fromkeys(ids, 1)
+    assert sum(made.values()) == len(ids)
+    assert all(n > 0 for n in made.values()), made
