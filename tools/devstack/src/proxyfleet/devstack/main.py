@@ -12,7 +12,8 @@ from typing import Annotated
 
 import typer
 
-from proxyfleet.devstack.stack import ADMIN_NAME, CLIENT_NAME, Stack, StackOptions
+from proxyfleet.devstack.banner import banner, write_env_file
+from proxyfleet.devstack.stack import Stack, StackOptions
 
 app = typer.Typer(add_completion=False, help="Proxyfleet's local dev stack.")
 
@@ -51,7 +52,9 @@ def run(
         stack.start()  # Ctrl-C here raises KeyboardInterrupt: whatever started is stopped
         # Explicit: SIGINT may arrive ignored (a background job) and must still stop us.
         signal.signal(signal.SIGINT, lambda *_: stop.set())
-        typer.echo(banner(stack, base_dir))
+        env_file = write_env_file(stack, base_dir)
+        engine_name = "squid" if shutil.which("squid") else "proxy.py"
+        typer.echo(banner(stack, base_dir, engine_name, env_file))
         stop.wait()
     except KeyboardInterrupt:
         pass
@@ -68,37 +71,6 @@ def _say(text: str) -> None:
     """Print, unless our output is gone (a closed pipe must not skip the cleanup)."""
     with contextlib.suppress(OSError):
         typer.echo(text)
-
-
-def banner(stack: Stack, base_dir: Path) -> str:
-    engine = "squid" if shutil.which("squid") else "proxy.py"
-    ca = base_dir / "tls" / "ca.pem"
-    return f"""
-================================================================================
- Proxyfleet is running (local provider, {engine} proxies)
-   API        {stack.api_url}        OpenAPI: {stack.api_url}/schema
-   NATS       {stack.nats_url}    events: proxyfleet.events.>
-   Redis      {stack.redis_url}
-   target     {stack.target_url}   (local HTTPS test site, CA {ca})
-   logs       {base_dir}/logs/
-   tokens     admin {ADMIN_NAME}, client {CLIENT_NAME} (secrets: ADMIN, CLIENT below)
-
- Copy and paste:
-   export PF={stack.api_url} ADMIN={stack.admin_token} CLIENT={stack.client_token}
-   # three proxies (ready in a few seconds, after real CONNECT probes)
-   curl -s -X POST $PF/v1/proxies -H "Authorization: Bearer $ADMIN" \\
-        -H 'content-type: application/json' -d '{{"provider": "local", "count": 3}}'
-   curl -s "$PF/v1/proxies?phase=ready" -H "Authorization: Bearer $ADMIN"
-   # lease one and fetch a page through it
-   LEASE=$(curl -s -X POST $PF/v1/leases -H "Authorization: Bearer $CLIENT" \\
-        -H 'content-type: application/json' -d '{{"ttl": 120, "holder": "me"}}'); echo $LEASE
-   PROXY=$(echo "$LEASE" | python3 -c 'import json,sys; print(json.load(sys.stdin)["proxy"]["url"])'
-        )
-   curl -s --proxy "$PROXY" --cacert {ca} {stack.target_url}
-
- Ctrl-C stops everything.
-================================================================================
-"""
 
 
 def main() -> None:
