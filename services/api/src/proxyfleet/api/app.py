@@ -13,6 +13,7 @@ from proxyfleet.api.allow import point_options_at_final_routes
 from proxyfleet.api.auth import Scope, TokenAuth
 from proxyfleet.api.container import DEPENDENCIES, build_services
 from proxyfleet.api.deps import AppDeps
+from proxyfleet.api.docs_ui import assets_router
 from proxyfleet.api.errors import EXCEPTION_HANDLERS
 from proxyfleet.api.leases.controller import LeaseController
 from proxyfleet.api.openapi import OPENAPI, MsgspecStructSchemas
@@ -70,7 +71,7 @@ def create_app(settings: ApiSettings, deps: AppDeps) -> Litestar:
         security=[{"bearer": []}],
         route_handlers=[ProxyController, LeaseController, ProviderController],
     )
-    handlers: list[Router | type[SystemController]] = [v1, SystemController]
+    handlers: list[Router | type[SystemController]] = [v1, SystemController, assets_router()]
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:

@@ -18,6 +18,8 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, Schema, SecurityScheme
 from litestar.plugins import OpenAPISchemaPlugin
 
+from proxyfleet.api.docs_ui import render_plugins
+
 if TYPE_CHECKING:
     from litestar._openapi.schema_generation import SchemaCreator
     from litestar.typing import FieldDefinition
@@ -29,6 +31,7 @@ OPENAPI = OpenAPIConfig(
     components=Components(
         security_schemes={"bearer": SecurityScheme(type="http", scheme="bearer")}
     ),
+    render_plugins=render_plugins(),
 )
 
 _SUBSCHEMA = {"items", "additional_properties", "property_names", "not_"}
