@@ -165,3 +165,17 @@ async def test_options_lists_every_method_of_the_path(api: Api, path: str, allow
     r = await api.admin.options(path)
     assert r.status_code == 204
     assert r.headers["allow"] == allowed
+
+
+async def test_every_operation_is_described_and_every_409_503_documents_retry_after(
+    api: Api,
+) -> None:
+    doc = await _document(api)
+    ops = _operations(doc)
+    assert len(ops) > 10
+    for method, path, op in ops:
+        assert op.get("description", "").strip(), (method, path)
+        for status in ("409", "503"):
+            if status in op["responses"]:
+                header = op["responses"][status]["headers"]["Retry-After"]
+                assert header["schema"] == {"type": "integer", "minimum": 1}, (method, path)

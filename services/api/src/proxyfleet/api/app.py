@@ -17,6 +17,7 @@ from proxyfleet.api.docs_ui import assets_router
 from proxyfleet.api.errors import EXCEPTION_HANDLERS
 from proxyfleet.api.leases.controller import LeaseController
 from proxyfleet.api.openapi import OPENAPI, MsgspecStructSchemas
+from proxyfleet.api.openapi_headers import document_retry_after
 from proxyfleet.api.providers.controller import ProviderController
 from proxyfleet.api.proxies.controller import ProxyController
 from proxyfleet.api.request_metrics import request_metrics_middleware
@@ -119,4 +120,5 @@ def create_app(settings: ApiSettings, deps: AppDeps) -> Litestar:
         debug=False,
     )
     point_options_at_final_routes(app)
+    document_retry_after(app)
     return app

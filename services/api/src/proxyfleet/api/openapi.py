@@ -32,6 +32,7 @@ OPENAPI = OpenAPIConfig(
         security_schemes={"bearer": SecurityScheme(type="http", scheme="bearer")}
     ),
     render_plugins=render_plugins(),
+    use_handler_docstrings=True,  # every operation's description is its handler's docstring
 )
 
 _SUBSCHEMA = {"items", "additional_properties", "property_names", "not_"}
