@@ -20,6 +20,7 @@ def test_every_listening_address_defaults_to_loopback() -> None:
         ("provisioner-local", "--metrics-host"): "127.0.0.1",
         ("provisioner-kvm", "--metrics-host"): "127.0.0.1",
         ("provisioner-gcp", "--metrics-host"): "127.0.0.1",
+        ("provisioner-k8s", "--metrics-host"): "127.0.0.1",
         ("health", "--metrics-host"): "127.0.0.1",
         ("gc", "--metrics-host"): "127.0.0.1",
     }

@@ -245,5 +245,27 @@ async def _deleted_twice(fake: FlakyProvider) -> bool:
     return len(fake.delete_calls) >= 2
 
 
+async def _created(fake: FlakyProvider, times: int) -> bool:
+    return len(fake.create_calls) == times
+
+
 async def _deleted_once(fake: FlakyProvider, proxy_id: str) -> bool:
     return fake.delete_calls == [proxy_id]
+
+
+async def test_a_duplicate_create_waits_for_the_first_instead_of_racing_it(
+    provider_name: str,
+    registry: ProxyRegistry,
+    publisher: Publisher,
+    start_runner: RunnerFactory,
+) -> None:
+    """Two create intents of one proxy in hand at once (the API's and a republished one):
+    the second runs after the first, finds the proxy booting and calls no provider."""
+    fake = FlakyProvider(create_seconds=1.0)
+    await start_runner(fake, fast_settings(provider_name))
+    proxy = await add_pending_proxy(registry, provider_name)
+    await wait_until(lambda: _created(fake, 1), 5, "the first create")
+    await publisher.intent(provider_name, CreateIntent(proxy_id=proxy.id))  # while it runs
+    await wait_for_phase(registry, proxy.id, Phase.BOOTING)
+    await asyncio.sleep(0.5)  # the duplicate has been handled by now (it waited on the lock)
+    assert len(fake.create_calls) == 1

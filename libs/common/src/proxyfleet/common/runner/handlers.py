@@ -31,6 +31,7 @@ from proxyfleet.common.models import (
 from proxyfleet.common.provider import Provider
 from proxyfleet.common.runner.backoff import redelivery_delay
 from proxyfleet.common.runner.calls import timed_call
+from proxyfleet.common.runner.keyed import KeyedLocks
 from proxyfleet.common.runner.settings import RunnerSettings
 from proxyfleet.common.runner.verdict import Delivery, Verdict
 from proxyfleet.common.store.registry import ProxyRegistry
@@ -61,11 +62,13 @@ class IntentHandler:
         self._installation_id = installation_id
         self._clock = clock
         self._name = settings.provider
+        self._per_proxy = KeyedLocks()
 
     async def handle(self, intent: Intent, delivery: Delivery) -> Verdict:
-        if isinstance(intent, CreateIntent):
-            return await self._create(intent.proxy_id, delivery)
-        return await self._delete(intent, delivery)
+        async with self._per_proxy.hold(intent.proxy_id):
+            if isinstance(intent, CreateIntent):
+                return await self._create(intent.proxy_id, delivery)
+            return await self._delete(intent, delivery)
 
     # ---- create ---------------------------------------------------------------------
 
