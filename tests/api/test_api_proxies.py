@@ -191,6 +191,18 @@ async def test_list_refuses_bad_parameters(api: Api) -> None:
         r = await api.admin.get("/v1/proxies", params=params)
         assert r.status_code == 400, params
         assert error_of(r) == "invalid_input"
+        assert "ParamType" not in r.text, r.text
+
+
+async def test_parameter_messages_name_where_the_parameter_is(api: Api) -> None:
+    """Litestar's validation messages come out as `<query|path> parameter <name>: ...`,
+    not with its enum's name (`ParamType.QUERY parameter limit`)."""
+    r = await api.admin.get("/v1/proxies", params={"limit": "x"})
+    assert r.json()["message"] == "query parameter limit: Expected `int`, got `str`"
+    r = await api.admin.get("/v1/proxies/" + "a" * 65)
+    assert r.json()["message"].startswith("path parameter proxy_id: "), r.text
+    r = await api.client.delete("/v1/leases/l1", params={"epoch": "one"})
+    assert r.json()["message"].startswith("query parameter epoch: "), r.text
 
 
 async def test_get_one_and_404(api: Api) -> None:
