@@ -107,7 +107,10 @@ async def test_unavailable_is_503_with_retry_after(api: Api) -> None:
     assert int(r.headers["retry-after"]) >= 1
 
     await ready_proxy(api, "pu1")
-    lease = await grant(api, ttl=30)
+    lease = await grant(api, ttl=117)
+    r = await api.client.post("/v1/leases", json={})
+    assert r.status_code == 503
+    assert r.headers["retry-after"] == "117"  # when the only lease ends
     r = await api.client.post(
         f"/v1/leases/{lease['lease_id']}/release", json={"epoch": lease["epoch"]}
     )
