@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import msgspec
 import redis.asyncio as aioredis
 from tests.api.helpers import (
@@ -35,7 +37,7 @@ async def test_create_stores_pending_proxies_and_publishes(
     assert "username" not in r.text
     for item in items:
         assert item["phase"] == "pending"
-        assert item["zone"] == "z1"  # the provider's first zone
+        assert item["zone"] in ("z1", "z2")  # the provider's zones in turn
         assert item["labels"] == {"team": "qa"}
         stored = await api.registry.get(item["id"])
         assert stored is not None
@@ -93,6 +95,20 @@ async def test_a_placement_the_provider_would_refuse_is_a_400(
         assert named in r.json()["message"], r.text
     assert await snapshot(redis_client) == before
     assert intents.messages == []
+
+
+async def test_creates_without_a_zone_spread_over_the_providers_zones(api: Api) -> None:
+    """Round robin over the provider's zones [z1, z2], within a create and across creates
+    (a shared counter): six proxies in four creates land three in each zone."""
+    zones: list[str] = []
+    for count in (3, 1, 1, 1):
+        r = await api.admin.post("/v1/proxies", json={"provider": PROVIDER, "count": count})
+        assert r.status_code == 202, r.text
+        zones += [item["zone"] for item in r.json()["items"]]
+    assert sorted(zones) == ["z1"] * 3 + ["z2"] * 3
+    assert all(a != b for a, b in itertools.pairwise(zones))  # alternating
+    r = await api.admin.post("/v1/proxies", json={"provider": OTHER, "count": 2})
+    assert [item["zone"] for item in r.json()["items"]] == ["east", "east"]  # one zone
 
 
 async def test_create_in_a_named_zone(api: Api) -> None:

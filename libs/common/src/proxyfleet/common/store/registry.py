@@ -253,6 +253,12 @@ class ProxyRegistry:
                 return out, ""
         return out, ""
 
+    async def take_zone_turns(self, provider: str, count: int) -> int:
+        """Reserve `count` consecutive turns of the provider's zone round robin; returns the
+        first (shared by every API replica, kept across restarts)."""
+        last = int(await self._redis.incrby(self._key("zone_turn", provider), count))
+        return last - count
+
     async def count_by_phase(self, provider: str) -> dict[Phase, int]:
         raw = cast(dict[str, str], await self._redis.hgetall(self._key("counts", provider)))
         counts = {phase: 0 for phase in Phase}
