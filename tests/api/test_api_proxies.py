@@ -221,6 +221,33 @@ async def test_parameter_messages_name_where_the_parameter_is(api: Api) -> None:
     assert r.json()["message"].startswith("query parameter epoch: "), r.text
 
 
+async def test_list_hides_deleted_proxies_unless_asked(api: Api) -> None:
+    await ready_proxy(api, "pd0")
+    await ready_proxy(api, "pd1")
+    await api.registry.transition("pd1", Phase.DELETING)
+    await api.registry.transition("pd1", Phase.DELETED)
+
+    async def ids(**params: object) -> list[str]:
+        r = await api.admin.get("/v1/proxies", params=params)  # type: ignore[arg-type]
+        assert r.status_code == 200, r.text
+        return [i["id"] for i in r.json()["items"]]
+
+    assert await ids() == ["pd0"]
+    assert await ids(include_deleted="true") == ["pd0", "pd1"]
+    assert await ids(phase="deleted") == ["pd1"]
+    assert await ids(limit=1) == ["pd0"]
+
+
+async def test_a_malformed_cursor_is_a_400_not_page_one(api: Api) -> None:
+    await ready_proxy(api, "pc0")
+    for cursor in ("zz%%", "not a cursor", "-x", "A" * 10, "a" * 65):
+        r = await api.admin.get("/v1/proxies", params={"cursor": cursor})
+        assert r.status_code == 400, (cursor, r.text)
+        assert r.json()["message"].startswith("query parameter cursor: "), r.text
+    r = await api.admin.get("/v1/proxies", params={"cursor": "pc0"})
+    assert r.json() == {"items": [], "next_cursor": None}
+
+
 async def test_get_one_and_404(api: Api) -> None:
     await ready_proxy(api, "pone")
     r = await api.admin.get("/v1/proxies/pone")

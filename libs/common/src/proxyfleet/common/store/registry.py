@@ -228,8 +228,10 @@ class ProxyRegistry:
         labels: dict[str, str] | None = None,
         cursor: str = "",
         limit: int = 100,
+        exclude_phase: Phase | None = None,
     ) -> tuple[list[Proxy], str]:
-        """One page of proxies in creation order; returns (page, next cursor or '')."""
+        """One page of proxies in creation order; returns (page, next cursor or '').
+        `exclude_phase`: leave out proxies in that phase (the API hides deleted ones)."""
         out: list[Proxy] = []
         start = f"({cursor}" if cursor else "-"
         batch = max(limit, 100)
@@ -243,7 +245,9 @@ class ProxyRegistry:
             for pid, proxy in zip(ids, await self.get_many(ids), strict=True):
                 if proxy is None:
                     await self._redis.zrem(self._key("proxies"), pid)  # expired deleted proxy
-                elif _matches(proxy, provider, zone, phase, labels):
+                elif proxy.phase != exclude_phase and _matches(
+                    proxy, provider, zone, phase, labels
+                ):
                     out.append(proxy)
                     if len(out) == limit:
                         more = pid != ids[-1] or len(ids) == batch

@@ -132,7 +132,11 @@ class ProxyService:
         labels: dict[str, str],
         cursor: str,
         limit: int,
+        include_deleted: bool = False,
     ) -> tuple[list[Proxy], str]:
+        """Deleted proxies (kept a while for their history) only when asked: by
+        `include_deleted` or by `phase=deleted`."""
+        shown_deleted = include_deleted or phase is Phase.DELETED
         return await self._registry.page(
             provider=provider,
             zone=zone,
@@ -140,6 +144,7 @@ class ProxyService:
             labels=labels or None,
             cursor=cursor,
             limit=limit,
+            exclude_phase=None if shown_deleted else Phase.DELETED,
         )
 
     async def delete(self, proxy_id: str, *, force: bool) -> Proxy:
