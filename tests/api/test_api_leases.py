@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -69,8 +70,25 @@ async def test_ttl_defaults_and_is_capped(api: Api) -> None:
     await ready_proxy(api, "pt2")
     first = await grant(api)
     assert first["expires_at"] == api.clock.now() + 60  # default_lease_ttl
+    assert (first["ttl"], first["ttl_capped"]) == (60, False)
     second = await grant(api, ttl=10_000)
     assert second["expires_at"] == api.clock.now() + 600  # max_lease_ttl
+    assert (second["ttl"], second["ttl_capped"]) == (600, True)
+    # a renew says it was cut too; one at the cap exactly is not
+    lid, ep = second["lease_id"], second["epoch"]
+    r = await api.client.post(f"/v1/leases/{lid}/renew", json={"epoch": ep, "ttl": 5000})
+    assert r.status_code == 200, r.text
+    assert (r.json()["ttl"], r.json()["ttl_capped"]) == (600, True)
+    assert r.json()["expires_at"] == api.clock.now() + 600
+    r = await api.client.post(f"/v1/leases/{lid}/renew", json={"epoch": ep, "ttl": 600})
+    assert (r.json()["ttl"], r.json()["ttl_capped"]) == (600, False)
+
+
+async def test_openapi_says_the_server_caps_the_ttl(api: Api) -> None:
+    schemas = (await api.client.get("/schema/openapi.json")).json()["components"]["schemas"]
+    for name in ("GrantLease", "RenewLease"):
+        assert "--max-lease-ttl" in json.dumps(schemas[name]["properties"]["ttl"])
+    assert {"ttl", "ttl_capped"} <= set(schemas["GrantedLease"]["required"])
 
 
 async def test_selectors(api: Api) -> None:
@@ -89,7 +107,10 @@ async def test_unavailable_is_503_with_retry_after(api: Api) -> None:
     assert int(r.headers["retry-after"]) >= 1
 
     await ready_proxy(api, "pu1")
-    lease = await grant(api, ttl=30)
+    lease = await grant(api, ttl=117)
+    r = await api.client.post("/v1/leases", json={})
+    assert r.status_code == 503
+    assert r.headers["retry-after"] == "117"  # when the only lease ends
     r = await api.client.post(
         f"/v1/leases/{lease['lease_id']}/release", json={"epoch": lease["epoch"]}
     )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import itertools
+
 import msgspec
 import redis.asyncio as aioredis
 from tests.api.helpers import (
@@ -35,7 +37,7 @@ async def test_create_stores_pending_proxies_and_publishes(
     assert "username" not in r.text
     for item in items:
         assert item["phase"] == "pending"
-        assert item["zone"] == "z1"  # the provider's first zone
+        assert item["zone"] in ("z1", "z2")  # the provider's zones in turn
         assert item["labels"] == {"team": "qa"}
         stored = await api.registry.get(item["id"])
         assert stored is not None
@@ -93,6 +95,20 @@ async def test_a_placement_the_provider_would_refuse_is_a_400(
         assert named in r.json()["message"], r.text
     assert await snapshot(redis_client) == before
     assert intents.messages == []
+
+
+async def test_creates_without_a_zone_spread_over_the_providers_zones(api: Api) -> None:
+    """Round robin over the provider's zones [z1, z2], within a create and across creates
+    (a shared counter): six proxies in four creates land three in each zone."""
+    zones: list[str] = []
+    for count in (3, 1, 1, 1):
+        r = await api.admin.post("/v1/proxies", json={"provider": PROVIDER, "count": count})
+        assert r.status_code == 202, r.text
+        zones += [item["zone"] for item in r.json()["items"]]
+    assert sorted(zones) == ["z1"] * 3 + ["z2"] * 3
+    assert all(a != b for a, b in itertools.pairwise(zones))  # alternating
+    r = await api.admin.post("/v1/proxies", json={"provider": OTHER, "count": 2})
+    assert [item["zone"] for item in r.json()["items"]] == ["east", "east"]  # one zone
 
 
 async def test_create_in_a_named_zone(api: Api) -> None:
@@ -191,6 +207,45 @@ async def test_list_refuses_bad_parameters(api: Api) -> None:
         r = await api.admin.get("/v1/proxies", params=params)
         assert r.status_code == 400, params
         assert error_of(r) == "invalid_input"
+        assert "ParamType" not in r.text, r.text
+
+
+async def test_parameter_messages_name_where_the_parameter_is(api: Api) -> None:
+    """Litestar's validation messages come out as `<query|path> parameter <name>: ...`,
+    not with its enum's name (`ParamType.QUERY parameter limit`)."""
+    r = await api.admin.get("/v1/proxies", params={"limit": "x"})
+    assert r.json()["message"] == "query parameter limit: Expected `int`, got `str`"
+    r = await api.admin.get("/v1/proxies/" + "a" * 65)
+    assert r.json()["message"].startswith("path parameter proxy_id: "), r.text
+    r = await api.client.delete("/v1/leases/l1", params={"epoch": "one"})
+    assert r.json()["message"].startswith("query parameter epoch: "), r.text
+
+
+async def test_list_hides_deleted_proxies_unless_asked(api: Api) -> None:
+    await ready_proxy(api, "pd0")
+    await ready_proxy(api, "pd1")
+    await api.registry.transition("pd1", Phase.DELETING)
+    await api.registry.transition("pd1", Phase.DELETED)
+
+    async def ids(**params: object) -> list[str]:
+        r = await api.admin.get("/v1/proxies", params=params)  # type: ignore[arg-type]
+        assert r.status_code == 200, r.text
+        return [i["id"] for i in r.json()["items"]]
+
+    assert await ids() == ["pd0"]
+    assert await ids(include_deleted="true") == ["pd0", "pd1"]
+    assert await ids(phase="deleted") == ["pd1"]
+    assert await ids(limit=1) == ["pd0"]
+
+
+async def test_a_malformed_cursor_is_a_400_not_page_one(api: Api) -> None:
+    await ready_proxy(api, "pc0")
+    for cursor in ("zz%%", "not a cursor", "-x", "A" * 10, "a" * 65):
+        r = await api.admin.get("/v1/proxies", params={"cursor": cursor})
+        assert r.status_code == 400, (cursor, r.text)
+        assert r.json()["message"].startswith("query parameter cursor: "), r.text
+    r = await api.admin.get("/v1/proxies", params={"cursor": "pc0"})
+    assert r.json() == {"items": [], "next_cursor": None}
 
 
 async def test_get_one_and_404(api: Api) -> None:

@@ -51,6 +51,43 @@ async def test_specific_proxy_conflicts_carry_retry_after(
         await leases.grant(GrantRequest(ttl=60, proxy_id="ghost"))
 
 
+async def test_none_free_retry_after_is_the_soonest_end(
+    registry: ProxyRegistry, leases: LeaseStore, clock: ManualClock
+) -> None:
+    """503's retry_after: the soonest lease end or cooldown end among the proxies the
+    selector takes, not a constant."""
+    await make_ready(registry, make_proxy("p1", clock, zone="z1"))
+    await make_ready(registry, make_proxy("p2", clock, zone="z2"))
+    await leases.grant(GrantRequest(ttl=117, zone="z1"))
+    soon = await leases.grant(GrantRequest(ttl=500, zone="z2"))
+    with pytest.raises(Unavailable) as all_leased:
+        await leases.grant(GrantRequest(ttl=60))
+    assert all_leased.value.retry_after == pytest.approx(117)
+    with pytest.raises(Unavailable) as in_z2:
+        await leases.grant(GrantRequest(ttl=60, zone="z2"))
+    assert in_z2.value.retry_after == pytest.approx(500)  # the z1 lease frees nothing here
+    await leases.release(soon.id, soon.epoch)  # p2 cools down for 30 s
+    clock.advance(22)
+    with pytest.raises(Unavailable) as cooling:
+        await leases.grant(GrantRequest(ttl=60))
+    assert cooling.value.retry_after == pytest.approx(8)  # p2's cooldown ends first
+    with pytest.raises(Unavailable) as z1:
+        await leases.grant(GrantRequest(ttl=60, zone="z1"))
+    assert z1.value.retry_after == pytest.approx(95)
+
+
+async def test_none_free_retry_after_is_at_most_the_max_ttl(
+    redis_client: aioredis.Redis, registry: ProxyRegistry, clock: ManualClock
+) -> None:
+    long = LeaseStore(redis_client, clock, LeasePolicy(cooldown=10_000, max_ttl=600))
+    await make_ready(registry, make_proxy("p1", clock))
+    lease = await long.grant(GrantRequest(ttl=600))
+    await long.release(lease.id, lease.epoch)
+    with pytest.raises(Unavailable) as none:
+        await long.grant(GrantRequest(ttl=60))
+    assert none.value.retry_after == pytest.approx(600)
+
+
 async def test_stale_epoch_and_ended_leases_conflict(
     registry: ProxyRegistry, leases: LeaseStore, clock: ManualClock
 ) -> None:

@@ -180,9 +180,10 @@ class Fleet:
     # ---- observations ---------------------------------------------------------------
 
     def registry(self) -> dict[str, dict[str, Any]]:
-        """Every proxy the API knows, by id ({} when it cannot answer)."""
+        """Every proxy the API knows, deleted ones included, by id ({} when it cannot
+        answer): the lifecycle audit compares every proxy's gen with its events."""
         try:
-            r = self.admin.get("/v1/proxies", params={"limit": "500"})
+            r = self.admin.get("/v1/proxies", params={"limit": "500", "include_deleted": "true"})
         except httpx.HTTPError:
             return {}
         if r.status_code != 200:

@@ -17,7 +17,13 @@ from proxyfleet.common.ids import new_proxy_id, resource_name
 from proxyfleet.common.messaging import Publisher, intent_decoder
 from proxyfleet.common.models import DeleteIntent, ManagedResource, Phase, Proxy, ResourceList
 from proxyfleet.common.store import ProxyRegistry, connect_redis
-from proxyfleet.gc.collector import Collector, ProviderRound, RoundReport, SkipCause
+from proxyfleet.gc.collector import (
+    STARTUP_GRACE,
+    Collector,
+    ProviderRound,
+    RoundReport,
+    SkipCause,
+)
 from proxyfleet.gc.settings import GcSettings
 
 PROVIDER = "local"
@@ -318,6 +324,32 @@ async def test_no_provisioner_at_all_skips_only_that_provider(
     [(intent, _)] = await read(delete_intents, 1)
     assert intent.resource_id == orphan.resource_id
     assert metric("proxyfleet_gc_last_run_timestamp_seconds") == clock.now()
+
+
+async def test_no_answer_is_info_until_the_provider_answered_or_the_grace_passed(
+    nc: NatsClient, registry: ProxyRegistry, clock: ManualClock, answer: Answer
+) -> None:
+    """A GC started before its provisioners logs their silence at info; a warning once the
+    provider answered and then stopped, or once STARTUP_GRACE has passed."""
+    log = RecordingLog()
+    gc = collector(nc, registry, clock, log, providers=("nobody", PROVIDER))
+
+    def skip_levels() -> dict[str, str]:
+        levels = {kw["provider"]: lvl for lvl, e, kw in log.lines if e == "gc.provider_skipped"}
+        log.lines.clear()
+        return levels
+
+    await gc.run_once()  # neither answers (PROVIDER's fake is silent: a timeout)
+    assert skip_levels() == {"nobody": "info", PROVIDER: "info"}
+    answer(ResourceList(provider=PROVIDER, resources=[]))
+    await gc.run_once()
+    assert skip_levels() == {"nobody": "info"}
+    answer(None)  # PROVIDER answered once, then stopped
+    await gc.run_once()
+    assert skip_levels() == {"nobody": "info", PROVIDER: "warning"}
+    clock.advance(STARTUP_GRACE)
+    await gc.run_once()
+    assert skip_levels() == {"nobody": "warning", PROVIDER: "warning"}
 
 
 async def test_registry_failure_skips_the_provider_and_deletes_nothing(

@@ -55,6 +55,16 @@ Holder = Annotated[
     str, msgspec.Meta(max_length=200, description="Who holds the lease (free text).")
 ]
 Seconds = Annotated[float, msgspec.Meta(gt=0, le=31_536_000)]
+LeaseTtl = Annotated[
+    float,
+    msgspec.Meta(
+        gt=0,
+        le=31_536_000,
+        description="Seconds the lease lasts from now. The server caps it at its "
+        "--max-lease-ttl (default 3600 s), below this schema's bound: the response's `ttl` "
+        "is what was granted and `ttl_capped` says whether it was cut.",
+    ),
+]
 Epoch = Annotated[
     int, msgspec.Meta(ge=1, le=2**53, description="The fencing epoch the grant returned.")
 ]

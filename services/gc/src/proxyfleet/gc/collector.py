@@ -28,6 +28,12 @@ RoundResult = Literal["ok", "partial", "failed"]
 
 _decoder = msgspec.json.Decoder(ResourceList)
 
+STARTUP_GRACE = 120.0
+"""Seconds after the collector starts during which a provider that never answered yet is
+logged at info, not warning, when it does not answer: on a first start the GC is often up
+before the provisioners (a warning each round would be noise). One that answered once and
+then stopped is a warning at once."""
+
 
 class _Skip(Exception):
     def __init__(self, cause: SkipCause, detail: str) -> None:
@@ -87,6 +93,9 @@ class Collector:
         self._settings = settings
         self._clock = clock
         self._log = log if log is not None else get_logger("proxyfleet.gc")
+        self._started_at = clock.now()
+        self._answered: set[str] = set()
+        """Providers that answered a resources request at least once."""
 
     async def run_forever(self, stop: asyncio.Event) -> None:
         """A round every interval until `stop` is set (a running round is finished first)."""
@@ -161,15 +170,21 @@ class Collector:
                 out.deletions.append(deletion)
         except _Skip as skip:
             out.skipped = skip.cause
-            self._log.warning(
-                "gc.provider_skipped", provider=provider, cause=skip.cause, error=str(skip)
-            )
+            log = self._log.warning
+            if skip.cause == "no_answer" and self._not_up_yet(provider):
+                log = self._log.info
+            log("gc.provider_skipped", provider=provider, cause=skip.cause, error=str(skip))
         except Exception as exc:
             out.skipped = "error"
             self._log.exception("gc.provider_failed", provider=provider, error=repr(exc))
         if out.skipped is not None:
             metrics.SKIPS.labels(provider=provider, cause=out.skipped).inc()
         return out
+
+    def _not_up_yet(self, provider: str) -> bool:
+        """Never answered, and the collector started less than STARTUP_GRACE ago."""
+        young = self._clock.now() - self._started_at < STARTUP_GRACE
+        return young and provider not in self._answered
 
     def _refuse(
         self,
@@ -197,6 +212,7 @@ class Collector:
             reply = await self._nc.request(subject, b"", timeout=self._settings.request_timeout)
         except nats.errors.Error as exc:
             raise _Skip("no_answer", f"{type(exc).__name__}: {exc}") from exc
+        self._answered.add(provider)  # up, whatever it said
         try:
             listing = _decoder.decode(reply.data)
         except msgspec.DecodeError as exc:  # ValidationError is a DecodeError

@@ -44,7 +44,8 @@ class LeasePolicy:
     ban_seconds: float = 3600.0
     """How long a `blocked` report bans the proxy for that target."""
     retry_after: float = 1.0
-    """Retry-After when nothing is available and no cooldown ends sooner."""
+    """Retry-After when nothing is available and neither a cooldown nor a lease on a
+    proxy the selector takes ends (otherwise: the soonest of those, at most max_ttl)."""
     scan_limit: int = 256
     """Most candidates a grant examines for selectors and bans (bounds its cost)."""
     max_probe_age: float = 0.0
@@ -148,7 +149,8 @@ class LeaseStore:
             )  # fmt: skip
             return lease, proxy
         if code == 0:
-            raise _nothing_available(float(res[1]), int(res[2]), self.policy.max_probe_age)
+            retry_after = min(float(res[1]), self.policy.max_ttl)
+            raise _nothing_available(retry_after, int(res[2]), self.policy.max_probe_age)
         if code == -1:
             raise NotFound(f"proxy {req.proxy_id} not found")
         raise Conflict(str(res[1]), retry_after=float(res[2]), code=_code(res, 3))

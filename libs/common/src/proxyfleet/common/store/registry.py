@@ -228,8 +228,10 @@ class ProxyRegistry:
         labels: dict[str, str] | None = None,
         cursor: str = "",
         limit: int = 100,
+        exclude_phase: Phase | None = None,
     ) -> tuple[list[Proxy], str]:
-        """One page of proxies in creation order; returns (page, next cursor or '')."""
+        """One page of proxies in creation order; returns (page, next cursor or '').
+        `exclude_phase`: leave out proxies in that phase (the API hides deleted ones)."""
         out: list[Proxy] = []
         start = f"({cursor}" if cursor else "-"
         batch = max(limit, 100)
@@ -243,7 +245,9 @@ class ProxyRegistry:
             for pid, proxy in zip(ids, await self.get_many(ids), strict=True):
                 if proxy is None:
                     await self._redis.zrem(self._key("proxies"), pid)  # expired deleted proxy
-                elif _matches(proxy, provider, zone, phase, labels):
+                elif proxy.phase != exclude_phase and _matches(
+                    proxy, provider, zone, phase, labels
+                ):
                     out.append(proxy)
                     if len(out) == limit:
                         more = pid != ids[-1] or len(ids) == batch
@@ -252,6 +256,12 @@ class ProxyRegistry:
             if len(ids) < batch:
                 return out, ""
         return out, ""
+
+    async def take_zone_turns(self, provider: str, count: int) -> int:
+        """Reserve `count` consecutive turns of the provider's zone round robin; returns the
+        first (shared by every API replica, kept across restarts)."""
+        last = int(await self._redis.incrby(self._key("zone_turn", provider), count))
+        return last - count
 
     async def count_by_phase(self, provider: str) -> dict[Phase, int]:
         raw = cast(dict[str, str], await self._redis.hgetall(self._key("counts", provider)))

@@ -51,11 +51,13 @@ class LeaseController(Controller):
     ) -> GrantedLease:
         """Lease a ready proxy: least recently used first among those matching the selector,
         not leased, not cooling down and not banned for the target. 503 + Retry-After when
-        none is free; 409 + Retry-After when the named proxy is taken."""
+        none is free; 409 + Retry-After when the named proxy is taken. A ttl above the
+        server's --max-lease-ttl is cut to it: `ttl` and `ttl_capped` say what was granted."""
         body = strict(data, GrantLease)
+        ttl, capped = lease_service.granted_ttl(body.ttl)
         grant = await lease_service.grant(
             GrantRequest(
-                ttl=lease_service.ttl(body.ttl),
+                ttl=ttl,
                 holder=body.holder,
                 target=body.target.lower(),
                 proxy_id=body.proxy_id or "",
@@ -71,6 +73,8 @@ class LeaseController(Controller):
             epoch=lease.epoch,
             expires_at=lease.expires_at,
             granted_at=lease.granted_at,
+            ttl=ttl,
+            ttl_capped=capped,
             holder=lease.holder,
             target=lease.target,
             proxy=LeasedProxy(
@@ -111,15 +115,19 @@ class LeaseController(Controller):
         lease_service: NamedDependency[LeaseService],
         request: Caller,
     ) -> RenewedLease:
-        """Extend an active lease to now + ttl. 409 for a stale epoch or an ended lease;
-        404 for another client's lease."""
+        """Extend an active lease to now + ttl (cut to the server's --max-lease-ttl, as
+        `ttl_capped` says). 409 for a stale epoch or an ended lease; 404 for another
+        client's lease."""
         body = strict(data, RenewLease)
-        renewed = await lease_service.renew(lease_id, body.epoch, body.ttl, request.user)
+        ttl, capped = lease_service.granted_ttl(body.ttl)
+        renewed = await lease_service.renew(lease_id, body.epoch, ttl, request.user)
         return RenewedLease(
             lease_id=lease_id,
             proxy_id=renewed.proxy_id,
             epoch=body.epoch,
             expires_at=renewed.expires_at,
+            ttl=ttl,
+            ttl_capped=capped,
         )
 
     @post("/{lease_id:str}/report", status_code=HTTP_200_OK, responses=_ENDED)

@@ -8,9 +8,9 @@ from proxyfleet.api.fields import (
     Epoch,
     Holder,
     Labels,
+    LeaseTtl,
     ProviderName,
     ProxyId,
-    Seconds,
     Target,
     ZoneName,
 )
@@ -18,8 +18,10 @@ from proxyfleet.common.models import LeaseOutcome
 
 
 class GrantLease(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
-    ttl: Seconds | None = None
-    """Seconds the lease lasts (default: the API's default TTL; capped at its maximum)."""
+    ttl: LeaseTtl | None = None
+    """Seconds the lease lasts (default: the API's `--default-lease-ttl`). The server caps
+    it at its `--max-lease-ttl` (default 3600 s), whatever this schema's bound: the
+    response's `ttl` is what was granted, and `ttl_capped` says it was cut."""
     holder: Holder = ""
     target: Target = ""
     """Destination domain: a proxy banned for it is never granted."""
@@ -47,6 +49,10 @@ class GrantedLease(msgspec.Struct, kw_only=True):
     """Fencing token: pass it to renew, report and release."""
     expires_at: float
     granted_at: float
+    ttl: float
+    """Seconds granted (expires_at - granted_at): the asked TTL, or the server's maximum."""
+    ttl_capped: bool
+    """True when the asked TTL was above the server's `--max-lease-ttl` and was cut to it."""
     holder: str
     target: str
     proxy: LeasedProxy
@@ -71,8 +77,9 @@ class LeaseOut(msgspec.Struct, kw_only=True):
 
 class RenewLease(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     epoch: Epoch
-    ttl: Seconds | None = None
-    """New TTL from now (default: the API's default TTL; capped at its maximum)."""
+    ttl: LeaseTtl | None = None
+    """New TTL from now (default: the API's `--default-lease-ttl`). The server caps it at
+    its `--max-lease-ttl` (default 3600 s): the response's `ttl` and `ttl_capped` say so."""
 
 
 class RenewedLease(msgspec.Struct, kw_only=True):
@@ -80,6 +87,10 @@ class RenewedLease(msgspec.Struct, kw_only=True):
     proxy_id: str
     epoch: int
     expires_at: float
+    ttl: float
+    """Seconds granted from now: the asked TTL, or the server's maximum."""
+    ttl_capped: bool
+    """True when the asked TTL was above the server's `--max-lease-ttl` and was cut to it."""
 
 
 class ReportLease(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -74,6 +74,13 @@ class LeaseService:
     def ttl(self, ttl: float | None) -> float:
         return self._default_ttl if ttl is None else ttl
 
+    def granted_ttl(self, ttl: float | None) -> tuple[float, bool]:
+        """The TTL the store grants for an asked one (it caps at its policy's max_ttl),
+        and whether it was capped: what the response tells the client."""
+        asked = self.ttl(ttl)
+        cap = self._store.policy.max_ttl
+        return min(asked, cap), asked > cap
+
     async def get(self, lease_id: str, caller: Principal) -> tuple[Lease, str]:
         found = await self._store.get(lease_id)
         if found is None or (caller.lease_owner and found[0].client != caller.lease_owner):

@@ -27,6 +27,16 @@ class ProviderCatalog:
             )
         return provider
 
+    def zones_for(
+        self, provider: ProviderConfig, zone: str | None, count: int, first_turn: int
+    ) -> list[str]:
+        """The zone of each of `count` new proxies: the given one, or (none given) the
+        provider's zones in turn from `first_turn`, so creates without a zone spread."""
+        if zone is not None:
+            return [self.zone_for(provider, zone)] * count
+        zones = provider.zones
+        return [zones[(first_turn + i) % len(zones)] for i in range(count)]
+
     def zone_for(self, provider: ProviderConfig, zone: str | None) -> str:
         """The zone to use: the given one when the provider serves it, else its first."""
         if zone is None:

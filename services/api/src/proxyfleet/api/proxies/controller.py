@@ -17,6 +17,8 @@ from proxyfleet.api.proxies.schemas import CreateProxies, ProxyBatch, ProxyOut, 
 from proxyfleet.api.proxies.service import ProxyService
 from proxyfleet.common.models import Phase
 
+CURSOR_PATTERN = r"^([a-z0-9][a-z0-9-]{0,63})?$"
+"""A next_cursor is the last proxy id of a page (the ids of fields.ProxyId); empty: page one."""
 ProxyIdParam = Annotated[str, Parameter(max_length=64, description="The proxy id.")]
 IdempotencyKey = Annotated[
     str | None,
@@ -74,11 +76,23 @@ class ProxyController(Controller):
         label: Annotated[
             list[str] | None, Parameter(description="Label filter key=value (repeatable).")
         ] = None,
-        cursor: Annotated[str, Parameter(max_length=64)] = "",
+        cursor: Annotated[
+            str,
+            Parameter(
+                pattern=CURSOR_PATTERN,
+                description="The `next_cursor` of the previous page (a malformed one is a 400).",
+            ),
+        ] = "",
         limit: Annotated[int, Parameter(ge=1, le=500)] = 100,
+        include_deleted: Annotated[
+            bool,
+            Parameter(description="List deleted proxies too (phase=deleted lists only them)."),
+        ] = False,
     ) -> ProxyPage:
-        """One page of proxies in creation order, filtered; follow `next_cursor`."""
+        """One page of proxies in creation order, filtered; follow `next_cursor`. Deleted
+        proxies are left out unless asked for (include_deleted=true or phase=deleted)."""
         items, next_cursor = await proxy_service.page(
+            include_deleted=include_deleted,
             provider=provider,
             zone=zone,
             phase=phase,

@@ -76,17 +76,22 @@ class ProxyService:
             key = scoped_key(caller, check_key(idempotency_key))
             idem = Idempotency(key, print_, self._idempotency_ttl)
         provider = self._catalog.get(provider_name)
-        zone = self._catalog.zone_for(provider, zone)
+        if zone is not None:
+            self._catalog.zone_for(provider, zone)  # a 400 for an unknown zone, first
         self._catalog.check_placement(provider, placement or {})
+        # No zone asked: the provider's zones in turn (a Redis counter, so every replica
+        # and every create takes the next), not all in the first.
+        turn = 0 if zone is not None else await self._registry.take_zone_turns(provider.name, count)
+        zones = self._catalog.zones_for(provider, zone, count, turn)
         now = self._clock.now()
         proxies = []
-        for _ in range(count):
+        for zone_ in zones:
             username, password = new_credentials()
             proxies.append(
                 Proxy(
                     id=new_proxy_id(),
                     provider=provider.name,
-                    zone=zone,
+                    zone=zone_,
                     phase=Phase.PENDING,
                     gen=0,
                     username=username,
@@ -127,7 +132,11 @@ class ProxyService:
         labels: dict[str, str],
         cursor: str,
         limit: int,
+        include_deleted: bool = False,
     ) -> tuple[list[Proxy], str]:
+        """Deleted proxies (kept a while for their history) only when asked: by
+        `include_deleted` or by `phase=deleted`."""
+        shown_deleted = include_deleted or phase is Phase.DELETED
         return await self._registry.page(
             provider=provider,
             zone=zone,
@@ -135,6 +144,7 @@ class ProxyService:
             labels=labels or None,
             cursor=cursor,
             limit=limit,
+            exclude_phase=None if shown_deleted else Phase.DELETED,
         )
 
     async def delete(self, proxy_id: str, *, force: bool) -> Proxy:

@@ -103,7 +103,29 @@ while offset < scan_limit do
   offset = offset + batch
 end
 
--- Nothing now: suggest waiting for the next proxy that leaves its cooldown.
-local next_ = redis.call('ZRANGE', key, '(' .. now, '+inf', 'BYSCORE', 'LIMIT', 0, 1, 'WITHSCORES')
-if #next_ == 2 then retry = math.max(tonumber(next_[2]) - now, 0.001) end
+-- Nothing now: suggest waiting until the soonest of the next proxy leaving its cooldown
+-- and the next lease ending on a proxy the selector takes (a lower bound: bans and labels
+-- are not looked at). Each list is examined up to its first few: past them, a match ends
+-- no sooner than the last one examined.
+local FEW = 8
+local function zone_ok(id)
+  return zone == '' or provider ~= '' or redis.call('HGET', k('proxy', id), 'zone') == zone
+end
+local function first_end(flat, matches)
+  for i = 1, #flat, 2 do
+    if matches(flat[i]) or i + 1 == 2 * FEW then return tonumber(flat[i + 1]) end
+  end
+  return nil
+end
+local soonest = first_end(redis.call('ZRANGE', key, '(' .. now, '+inf', 'BYSCORE', 'LIMIT', 0,
+  FEW, 'WITHSCORES'), zone_ok)
+local lease_end = first_end(redis.call('ZRANGE', k('leases'), '-inf', '+inf', 'BYSCORE',
+  'LIMIT', 0, FEW, 'WITHSCORES'), function(lid)
+    local pid = redis.call('HGET', k('lease', lid), 'proxy_id')
+    if not pid then return false end
+    local where = redis.call('HMGET', k('proxy', pid), 'provider', 'zone')
+    return (provider == '' or where[1] == provider) and (zone == '' or where[2] == zone)
+  end)
+if lease_end and (not soonest or lease_end < soonest) then soonest = lease_end end
+if soonest then retry = math.max(soonest - now, 0.001) end
 return {0, tostring(retry), stale}
