@@ -61,6 +61,9 @@ class Fleet:
         self.redis = Restartable("redis", self.base / "redis", self.base / "logs" / "redis.log")
         self.proxy_count = proxies
         self.passwords: set[str] = set()
+        self.deleted: set[str] = set()
+        """Proxies a fault deleted on purpose, in any window so far: a delete asked for in
+        one window (NATS down) may finish in the next."""
         """Proxy passwords the loads were granted: no log may hold one."""
         self.stack = FaultStack(
             StackOptions(

@@ -152,7 +152,8 @@ def run_one(fleet: Fleet, name: str, inject: Inject, plan: Plan, seen: set[Findi
     lost_events, verdict.events_lost_with_redis = check_lease_events(load.leases, events, reset)
     verdict.findings += lost_events
     verdict.findings += check_lifecycle(chains, registry)
-    verdict.findings += check_resources(before, fleet.resources(), w.deleted)
+    fleet.deleted |= w.deleted
+    verdict.findings += check_resources(before, fleet.resources(), fleet.deleted)
     verdict.findings += check_write_latency(w.writes, WRITE_LIMIT)
     verdict.findings += check_no_server_errors([*load.requests, *w.writes])
     # A finding that stays (a lost event, a destroyed proxy) is reported by the first
