@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from typing import TypeVar
@@ -51,6 +52,15 @@ class LiveApi:
 
     def events_of(self, event_type: str, lease_id: str) -> list[Event]:
         return [e for e in list(self.events) if e.type == event_type and e.lease_id == lease_id]
+
+    def wait_for_event(self, event_type: str, lease_id: str, within: float = 5) -> Event:
+        """The first event of that type for that lease (events arrive after the answer)."""
+        deadline = time.monotonic() + within
+        while not (found := self.events_of(event_type, lease_id)):
+            if time.monotonic() > deadline:
+                raise AssertionError(f"no {event_type} event for {lease_id} in {within} s")
+            time.sleep(0.05)
+        return found[0]
 
 
 async def _coroutine(awaitable: Awaitable[T]) -> T:
