@@ -5,6 +5,7 @@ server cannot share it, and leases must expire in real time for renewal to matte
 from __future__ import annotations
 
 import asyncio
+import shutil
 import threading
 import time
 from collections.abc import Awaitable, Callable, Iterator
@@ -17,6 +18,8 @@ import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from tests.api.helpers import ADMIN, CLIENT, PROVIDER, api_settings, providers_config, serve
+from tests.conftest import TargetServer
+from tests.health.conftest import ProxyProcess, _squid
 
 from proxyfleet.api.app import create_app
 from proxyfleet.api.deps import AppDeps
@@ -26,6 +29,8 @@ from proxyfleet.common.models import Event, Phase, Proxy
 from proxyfleet.common.store import ProxyRegistry, connect_redis
 
 T = TypeVar("T")
+PROXY_PASSWORD = "s3cret-pass"
+"""Of the proxies `ready_proxy` makes, unless told another (no proxy checks it)."""
 COOLDOWN = 1.0
 """Seconds a released proxy rests before its next grant (short: tests wait it out)."""
 
@@ -46,9 +51,17 @@ class LiveApi:
     def run(self, coro: Awaitable[T], timeout: float = 30) -> T:
         return asyncio.run_coroutine_threadsafe(_coroutine(coro), self.loop).result(timeout)
 
-    def ready_proxy(self, pid: str, *, zone: str = "z1", port: int = 3128) -> None:
+    def ready_proxy(
+        self,
+        pid: str,
+        *,
+        zone: str = "z1",
+        port: int = 3128,
+        username: str = "user",
+        password: str = PROXY_PASSWORD,
+    ) -> None:
         """A ready proxy straight through the registry (what provisioner and health do)."""
-        self.run(_make_ready(self.registry, pid, zone, port))
+        self.run(_make_ready(self.registry, pid, zone, port, username, password))
 
     def events_of(self, event_type: str, lease_id: str) -> list[Event]:
         return [e for e in list(self.events) if e.type == event_type and e.lease_id == lease_id]
@@ -67,7 +80,9 @@ async def _coroutine(awaitable: Awaitable[T]) -> T:
     return await awaitable
 
 
-async def _make_ready(registry: ProxyRegistry, pid: str, zone: str, port: int) -> None:
+async def _make_ready(
+    registry: ProxyRegistry, pid: str, zone: str, port: int, username: str, password: str
+) -> None:
     now = SystemClock().now()
     proxy = Proxy(
         id=pid,
@@ -75,8 +90,8 @@ async def _make_ready(registry: ProxyRegistry, pid: str, zone: str, port: int) -
         zone=zone,
         phase=Phase.PENDING,
         gen=0,
-        username="user",
-        password="s3cret-pass",
+        username=username,
+        password=password,
         created_at=now,
         updated_at=now,
     )
@@ -122,3 +137,13 @@ def live_api(redis_url: str, nats_url: str) -> Iterator[LiveApi]:
         loop.call_soon_threadsafe(loop.stop)
         thread.join(10)
         loop.close()
+
+
+@pytest.fixture(scope="session")
+def client_squid(target: TargetServer) -> Iterator[ProxyProcess]:
+    """A real Squid with basic auth (tests/health's), for pages fetched through a lease."""
+    proxy = _squid([target.port])
+    proxy.start()
+    yield proxy
+    proxy.kill()
+    shutil.rmtree(proxy.workdir, ignore_errors=True)
