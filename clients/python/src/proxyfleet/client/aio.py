@@ -132,9 +132,14 @@ class AsyncClient:
         return await self.call(calls.get_lease(lease_id))
 
     async def renew_lease(
-        self, lease_id: str, epoch: int, *, ttl: float | None = None
+        self,
+        lease_id: str,
+        epoch: int,
+        *,
+        ttl: float | None = None,
+        max_wait: float | None = None,
     ) -> RenewedLease:
-        return await self.call(calls.renew_lease(lease_id, epoch, ttl=ttl))
+        return await self.call(calls.renew_lease(lease_id, epoch, ttl=ttl), max_wait=max_wait)
 
     async def report_lease(
         self, lease_id: str, epoch: int, outcome: str, *, target: str | None = None
@@ -236,7 +241,10 @@ class AsyncHeldLease(LeaseView):
     async def renew(self) -> RenewedLease:
         handle = self.handle
         async with self._lock:
-            renewed = await self._client.renew_lease(handle.lease_id, handle.epoch, ttl=handle.ttl)
+            # Waiting out a 503 longer than half the TTL would let the lease lapse.
+            renewed = await self._client.renew_lease(
+                handle.lease_id, handle.epoch, ttl=handle.ttl, max_wait=handle.renew_every
+            )
             handle.renewed(renewed.expires_at, renewed.epoch)
         return renewed
 

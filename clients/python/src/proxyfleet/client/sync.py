@@ -129,8 +129,15 @@ class Client:
     def get_lease(self, lease_id: str) -> LeaseState:
         return self.call(calls.get_lease(lease_id))
 
-    def renew_lease(self, lease_id: str, epoch: int, *, ttl: float | None = None) -> RenewedLease:
-        return self.call(calls.renew_lease(lease_id, epoch, ttl=ttl))
+    def renew_lease(
+        self,
+        lease_id: str,
+        epoch: int,
+        *,
+        ttl: float | None = None,
+        max_wait: float | None = None,
+    ) -> RenewedLease:
+        return self.call(calls.renew_lease(lease_id, epoch, ttl=ttl), max_wait=max_wait)
 
     def report_lease(
         self, lease_id: str, epoch: int, outcome: str, *, target: str | None = None
@@ -225,7 +232,10 @@ class HeldLease(LeaseView):
     def renew(self) -> RenewedLease:
         handle = self.handle
         with self._lock:
-            renewed = self._client.renew_lease(handle.lease_id, handle.epoch, ttl=handle.ttl)
+            # Waiting out a 503 longer than half the TTL would let the lease lapse.
+            renewed = self._client.renew_lease(
+                handle.lease_id, handle.epoch, ttl=handle.ttl, max_wait=handle.renew_every
+            )
             handle.renewed(renewed.expires_at, renewed.epoch)
         return renewed
 
