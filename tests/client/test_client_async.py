@@ -52,8 +52,8 @@ async def test_async_lease_released_on_exit_and_failed_on_an_exception(
 async def test_async_background_renewal_keeps_a_short_lease_alive(live_api: LiveApi) -> None:
     live_api.ready_proxy("p1")
     async with AsyncClient(live_api.url, live_api.client_token) as client:
-        async with client.lease(ttl=1) as lease:
-            await asyncio.sleep(3)  # three TTLs
+        async with client.lease(ttl=2) as lease:
+            await asyncio.sleep(5)  # 2.5 TTLs: unrenewed, it would have expired
             assert (await client.get_lease(lease.lease_id)).state == "active"
             assert lease.renew_error is None
             assert (await lease.report_blocked()).outcome == "blocked"

@@ -38,9 +38,9 @@ def test_an_exception_in_the_block_reports_failed_then_releases(live_api: LiveAp
 def test_background_renewal_keeps_a_short_lease_alive_past_its_ttl(live_api: LiveApi) -> None:
     live_api.ready_proxy("p1")
     with Client(live_api.url, live_api.client_token) as client:
-        with client.lease(ttl=1) as lease:
+        with client.lease(ttl=2) as lease:
             first_expiry = lease.expires_at
-            time.sleep(3)  # three TTLs: without renewal the sweeper expires it after one
+            time.sleep(5)  # 2.5 TTLs: without renewal the sweeper expires it after one
             state = client.get_lease(lease.lease_id)
             assert state.state == "active"
             assert state.expires_at > first_expiry + 1
