@@ -15,12 +15,14 @@ from proxyfleet.client import (
     Conflict,
     NotFound,
     ServerError,
+    TransportError,
     Unavailable,
 )
 from proxyfleet.client.calls import grant_lease, list_proxies, report_lease, wait_before_retry
 from proxyfleet.client.errors import api_error, parse_retry_after
 from proxyfleet.client.handle import renew_interval
 from proxyfleet.client.models import Lease
+from proxyfleet.devstack.servers import free_port
 
 LEASE_JSON = {
     "lease_id": "l1",
@@ -110,3 +112,18 @@ def test_a_grant_keeps_its_idempotency_key_across_retries() -> None:
         assert len(set(keys)) == 1
         client.grant_lease()
     assert keys[3] != keys[0]  # a new grant, a new key
+
+
+def test_an_unreachable_api_raises_transport_error() -> None:
+    port = free_port()  # nothing listens there
+    with (
+        Client(f"http://127.0.0.1:{port}", "t", timeout=2) as client,
+        pytest.raises(TransportError, match="GET /v1/providers"),
+    ):
+        client.list_providers()
+
+
+def test_no_url_anywhere_is_a_clear_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PROXYFLEET_URL", raising=False)
+    with pytest.raises(ValueError, match="PROXYFLEET_URL"):
+        Client()
