@@ -63,7 +63,7 @@ run: proxy-packages setup ## Start NATS, Redis, every service and the local prov
 lint: setup ## ruff, mypy (strict), import contracts
 	$(UV) run --frozen ruff check .
 	$(UV) run --frozen ruff format --check .
-	$(UV) run --frozen mypy libs services tools bench tests
+	$(UV) run --frozen mypy libs services tools bench clients tests
 	$(UV) run --frozen lint-imports
 
 fmt: setup

@@ -1,0 +1,64 @@
+"""Python client for the Proxyfleet API.
+
+    from proxyfleet.client import Client
+
+    with Client("http://127.0.0.1:8080", "TOKEN") as client:
+        with client.lease(target="example.com", ttl=120) as lease:
+            requests.get("https://example.com/", proxies=lease.proxies)
+
+`AsyncClient` is the same with `async with` and `await`.
+"""
+
+from proxyfleet.client.aio import AsyncClient, AsyncHeldLease
+from proxyfleet.client.errors import (
+    ApiError,
+    BadRequest,
+    Conflict,
+    Forbidden,
+    NotFound,
+    ProxyfleetError,
+    RateLimited,
+    ServerError,
+    TransportError,
+    Unauthorized,
+    Unavailable,
+)
+from proxyfleet.client.models import (
+    Lease,
+    LeasedProxy,
+    LeaseState,
+    Provider,
+    Proxy,
+    ProxyPage,
+    ReleasedLease,
+    RenewedLease,
+    ReportedLease,
+)
+from proxyfleet.client.sync import Client, HeldLease
+
+__all__ = [
+    "ApiError",
+    "AsyncClient",
+    "AsyncHeldLease",
+    "BadRequest",
+    "Client",
+    "Conflict",
+    "Forbidden",
+    "HeldLease",
+    "Lease",
+    "LeaseState",
+    "LeasedProxy",
+    "NotFound",
+    "Provider",
+    "Proxy",
+    "ProxyPage",
+    "ProxyfleetError",
+    "RateLimited",
+    "ReleasedLease",
+    "RenewedLease",
+    "ReportedLease",
+    "ServerError",
+    "TransportError",
+    "Unauthorized",
+    "Unavailable",
+]

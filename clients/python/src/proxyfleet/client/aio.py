@@ -1,0 +1,270 @@
+"""The asyncio client: `AsyncClient(url, token)`; a lease in an `async with` block renewed
+by a task."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import time
+import types
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from typing import Any, TypeVar
+
+import httpx
+
+from proxyfleet.client import calls
+from proxyfleet.client.calls import DEFAULT_MAX_WAIT, DEFAULT_TIMEOUT, Call
+from proxyfleet.client.errors import ApiError, TransportError, api_error
+from proxyfleet.client.handle import LeaseHandle, LeaseView, lease_ended
+from proxyfleet.client.models import (
+    Lease,
+    LeaseState,
+    Provider,
+    Proxy,
+    ProxyPage,
+    ReleasedLease,
+    RenewedLease,
+    ReportedLease,
+)
+
+T = TypeVar("T")
+
+
+class AsyncClient:
+    """The Proxyfleet API over httpx. `url` and `token` default to PROXYFLEET_URL and
+    PROXYFLEET_TOKEN; `timeout` bounds each HTTP request; `max_wait` bounds the seconds a
+    call spends waiting out 503s (and 409s with Retry-After) before it raises."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        token: str | None = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_wait: float = DEFAULT_MAX_WAIT,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        base_url, token = calls.base_url_and_token(url, token)
+        self.max_wait = max_wait
+        self._http = httpx.AsyncClient(
+            base_url=base_url,
+            headers=calls.headers_for(token),
+            timeout=timeout,
+            transport=transport,
+        )
+
+    async def __aenter__(self) -> AsyncClient:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def call(self, call: Call[T], *, max_wait: float | None = None) -> T:
+        """Send `call`, waiting out 503s (and 409s with Retry-After) within max_wait."""
+        bound = self.max_wait if max_wait is None else max_wait
+        started = time.monotonic()
+        while True:
+            try:
+                response = await self._http.request(
+                    call.method,
+                    call.path,
+                    params=call.params,
+                    json=call.body,
+                    headers=dict(call.headers),
+                )
+            except httpx.TransportError as e:
+                raise TransportError(f"{call.method} {call.path}: {e!r}") from e
+            if response.is_success:
+                return call.decode(response.content)
+            error = api_error(
+                response.status_code, response.content, response.headers.get("Retry-After")
+            )
+            delay = calls.wait_before_retry(error, time.monotonic() - started, bound)
+            if delay is None:
+                raise error
+            await asyncio.sleep(delay)
+
+    # ---- proxies ---------------------------------------------------------------------
+
+    async def list_proxies(self, **filters: Any) -> ProxyPage:
+        """One page; filters: provider, zone, phase, labels (dict), cursor, limit."""
+        return await self.call(calls.list_proxies(**filters))
+
+    async def iter_proxies(self, **filters: Any) -> AsyncIterator[Proxy]:
+        """Every proxy matching the filters, following `next_cursor` page by page."""
+        cursor: str | None = filters.pop("cursor", None)
+        while True:
+            page = await self.list_proxies(cursor=cursor, **filters)
+            for proxy in page.items:
+                yield proxy
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    async def get_proxy(self, proxy_id: str) -> Proxy:
+        return await self.call(calls.get_proxy(proxy_id))
+
+    async def create_proxies(self, provider: str, **options: Any) -> list[Proxy]:
+        """Options: count, zone, labels, placement, idempotency_key (default: a fresh one,
+        reused on this call's retries). Needs an admin token."""
+        return (await self.call(calls.create_proxies(provider, **options))).items
+
+    async def delete_proxy(self, proxy_id: str, *, force: bool = False) -> Proxy:
+        return await self.call(calls.delete_proxy(proxy_id, force=force))
+
+    # ---- leases ----------------------------------------------------------------------
+
+    async def grant_lease(self, *, max_wait: float | None = None, **request: Any) -> Lease:
+        """Lease a proxy; request: ttl, holder, target, proxy_id, provider, zone, labels.
+        Waits while no proxy is free (503) or the named one is busy (409 + Retry-After),
+        up to max_wait. Every grant sends an Idempotency-Key, one per grant and the same on
+        its retries (`idempotency_key=` to choose it), so a grant retried after a lost
+        answer can return the same lease; an API that does not honour the header yet on
+        grants ignores it."""
+        request.setdefault("idempotency_key", str(uuid.uuid4()))
+        return await self.call(calls.grant_lease(**request), max_wait=max_wait)
+
+    async def get_lease(self, lease_id: str) -> LeaseState:
+        return await self.call(calls.get_lease(lease_id))
+
+    async def renew_lease(
+        self,
+        lease_id: str,
+        epoch: int,
+        *,
+        ttl: float | None = None,
+        max_wait: float | None = None,
+    ) -> RenewedLease:
+        return await self.call(calls.renew_lease(lease_id, epoch, ttl=ttl), max_wait=max_wait)
+
+    async def report_lease(
+        self, lease_id: str, epoch: int, outcome: str, *, target: str | None = None
+    ) -> ReportedLease:
+        """outcome: ok, blocked (bans the proxy for the target) or failed (probes it now)."""
+        return await self.call(calls.report_lease(lease_id, epoch, outcome, target=target))
+
+    async def release_lease(self, lease_id: str, epoch: int) -> ReleasedLease:
+        return await self.call(calls.release_lease(lease_id, epoch))
+
+    def lease(
+        self, *, ttl: float | None = None, max_wait: float | None = None, **selector: Any
+    ) -> AsyncHeldLease:
+        """`async with client.lease(target="example.com", ttl=120) as lease:` — granted
+        on entry (see grant_lease for the selector and waiting), renewed by a background
+        task, reported `failed` if the block raises, released on exit."""
+        return AsyncHeldLease(self, ttl=ttl, max_wait=max_wait, selector=selector)
+
+    # ---- providers -------------------------------------------------------------------
+
+    async def list_providers(self) -> list[Provider]:
+        return (await self.call(calls.list_providers())).items
+
+
+class AsyncHeldLease(LeaseView):
+    """A lease for the length of an `async with` block: proxy_url, proxies, httpx_proxy,
+    lease_id, epoch, expires_at once entered."""
+
+    def __init__(
+        self,
+        client: AsyncClient,
+        *,
+        ttl: float | None,
+        max_wait: float | None,
+        selector: Mapping[str, Any],
+    ) -> None:
+        self._client = client
+        self._ttl = ttl
+        self._max_wait = max_wait
+        self._selector = dict(selector)
+        self._handle: LeaseHandle | None = None
+        self._stop = asyncio.Event()
+        self._lock = asyncio.Lock()
+        """Held while renewing, reporting or releasing: each uses the current epoch."""
+        self._renewer: asyncio.Task[None] | None = None
+
+    async def __aenter__(self) -> AsyncHeldLease:
+        lease = await self._client.grant_lease(
+            ttl=self._ttl, max_wait=self._max_wait, **self._selector
+        )
+        self._handle = LeaseHandle(lease, self._ttl)
+        self._renewer = asyncio.create_task(
+            self._renew_until_stopped(), name=f"renew-{lease.lease_id}"
+        )
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: types.TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        if self._renewer is not None:
+            self._renewer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._renewer
+        if self._handle is None or self._handle.released:
+            return
+        if exc is not None:
+            # The block's exception is what the caller needs; ours would hide it.
+            with contextlib.suppress(ApiError, TransportError):
+                await self.report("failed")
+            with contextlib.suppress(ApiError, TransportError):
+                await self.release()
+            return
+        try:
+            await self.release()
+        except ApiError as e:
+            if not lease_ended(e):  # already released, expired or revoked: nothing to do
+                raise
+
+    async def _renew_until_stopped(self) -> None:
+        handle = self.handle
+        while not self._stop.is_set():
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._stop.wait(), handle.renew_every)
+            if self._stop.is_set():
+                return
+            try:
+                await self.renew()
+            except ApiError as e:
+                if lease_ended(e):
+                    handle.renew_error = e
+                    return
+            except TransportError:
+                pass  # tried again next interval, while half the TTL is left
+
+    async def renew(self) -> RenewedLease:
+        handle = self.handle
+        async with self._lock:
+            # Waiting out a 503 longer than half the TTL would let the lease lapse.
+            renewed = await self._client.renew_lease(
+                handle.lease_id, handle.epoch, ttl=handle.ttl, max_wait=handle.renew_every
+            )
+            handle.renewed(renewed.expires_at, renewed.epoch)
+        return renewed
+
+    async def report(self, outcome: str, *, target: str | None = None) -> ReportedLease:
+        """Tell the API how the proxy did: ok, blocked or failed."""
+        handle = self.handle
+        async with self._lock:
+            return await self._client.report_lease(
+                handle.lease_id, handle.epoch, outcome, target=target
+            )
+
+    async def report_blocked(self, *, target: str | None = None) -> ReportedLease:
+        """The target blocked this proxy: the API bans it for the target."""
+        return await self.report("blocked", target=target)
+
+    async def release(self) -> ReleasedLease:
+        """Release now (the `with` block's exit then does nothing more)."""
+        handle = self.handle
+        self._stop.set()
+        async with self._lock:
+            released = await self._client.release_lease(handle.lease_id, handle.epoch)
+            handle.released = True
+        return released

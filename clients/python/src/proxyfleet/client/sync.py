@@ -1,0 +1,259 @@
+"""The blocking client: `Client(url, token)`; a lease in a `with` block renewed by a thread."""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+import types
+import uuid
+from collections.abc import Iterator, Mapping
+from typing import Any, TypeVar
+
+import httpx
+
+from proxyfleet.client import calls
+from proxyfleet.client.calls import DEFAULT_MAX_WAIT, DEFAULT_TIMEOUT, Call
+from proxyfleet.client.errors import ApiError, TransportError, api_error
+from proxyfleet.client.handle import LeaseHandle, LeaseView, lease_ended
+from proxyfleet.client.models import (
+    Lease,
+    LeaseState,
+    Provider,
+    Proxy,
+    ProxyPage,
+    ReleasedLease,
+    RenewedLease,
+    ReportedLease,
+)
+
+T = TypeVar("T")
+
+
+class Client:
+    """The Proxyfleet API over httpx. `url` and `token` default to PROXYFLEET_URL and
+    PROXYFLEET_TOKEN; `timeout` bounds each HTTP request; `max_wait` bounds the seconds a
+    call spends waiting out 503s (and 409s with Retry-After) before it raises."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        token: str | None = None,
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_wait: float = DEFAULT_MAX_WAIT,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        base_url, token = calls.base_url_and_token(url, token)
+        self.max_wait = max_wait
+        self._http = httpx.Client(
+            base_url=base_url,
+            headers=calls.headers_for(token),
+            timeout=timeout,
+            transport=transport,
+        )
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def call(self, call: Call[T], *, max_wait: float | None = None) -> T:
+        """Send `call`, waiting out 503s (and 409s with Retry-After) within max_wait."""
+        bound = self.max_wait if max_wait is None else max_wait
+        started = time.monotonic()
+        while True:
+            try:
+                response = self._http.request(
+                    call.method,
+                    call.path,
+                    params=call.params,
+                    json=call.body,
+                    headers=dict(call.headers),
+                )
+            except httpx.TransportError as e:
+                raise TransportError(f"{call.method} {call.path}: {e!r}") from e
+            if response.is_success:
+                return call.decode(response.content)
+            error = api_error(
+                response.status_code, response.content, response.headers.get("Retry-After")
+            )
+            delay = calls.wait_before_retry(error, time.monotonic() - started, bound)
+            if delay is None:
+                raise error
+            time.sleep(delay)
+
+    # ---- proxies ---------------------------------------------------------------------
+
+    def list_proxies(self, **filters: Any) -> ProxyPage:
+        """One page; filters: provider, zone, phase, labels (dict), cursor, limit."""
+        return self.call(calls.list_proxies(**filters))
+
+    def iter_proxies(self, **filters: Any) -> Iterator[Proxy]:
+        """Every proxy matching the filters, following `next_cursor` page by page."""
+        cursor: str | None = filters.pop("cursor", None)
+        while True:
+            page = self.list_proxies(cursor=cursor, **filters)
+            yield from page.items
+            if not page.next_cursor:
+                return
+            cursor = page.next_cursor
+
+    def get_proxy(self, proxy_id: str) -> Proxy:
+        return self.call(calls.get_proxy(proxy_id))
+
+    def create_proxies(self, provider: str, **options: Any) -> list[Proxy]:
+        """Options: count, zone, labels, placement, idempotency_key (default: a fresh one,
+        reused on this call's retries). Needs an admin token."""
+        return self.call(calls.create_proxies(provider, **options)).items
+
+    def delete_proxy(self, proxy_id: str, *, force: bool = False) -> Proxy:
+        return self.call(calls.delete_proxy(proxy_id, force=force))
+
+    # ---- leases ----------------------------------------------------------------------
+
+    def grant_lease(self, *, max_wait: float | None = None, **request: Any) -> Lease:
+        """Lease a proxy; request: ttl, holder, target, proxy_id, provider, zone, labels.
+        Waits while no proxy is free (503) or the named one is busy (409 + Retry-After),
+        up to max_wait. Every grant sends an Idempotency-Key, one per grant and the same on
+        its retries (`idempotency_key=` to choose it), so a grant retried after a lost
+        answer can return the same lease; an API that does not honour the header yet on
+        grants ignores it."""
+        request.setdefault("idempotency_key", str(uuid.uuid4()))
+        return self.call(calls.grant_lease(**request), max_wait=max_wait)
+
+    def get_lease(self, lease_id: str) -> LeaseState:
+        return self.call(calls.get_lease(lease_id))
+
+    def renew_lease(
+        self,
+        lease_id: str,
+        epoch: int,
+        *,
+        ttl: float | None = None,
+        max_wait: float | None = None,
+    ) -> RenewedLease:
+        return self.call(calls.renew_lease(lease_id, epoch, ttl=ttl), max_wait=max_wait)
+
+    def report_lease(
+        self, lease_id: str, epoch: int, outcome: str, *, target: str | None = None
+    ) -> ReportedLease:
+        """outcome: ok, blocked (bans the proxy for the target) or failed (probes it now)."""
+        return self.call(calls.report_lease(lease_id, epoch, outcome, target=target))
+
+    def release_lease(self, lease_id: str, epoch: int) -> ReleasedLease:
+        return self.call(calls.release_lease(lease_id, epoch))
+
+    def lease(
+        self, *, ttl: float | None = None, max_wait: float | None = None, **selector: Any
+    ) -> HeldLease:
+        """`with client.lease(target="example.com", ttl=120) as lease:` — granted on
+        entry (see grant_lease for the selector and waiting), renewed by a background
+        thread, reported `failed` if the block raises, released on exit."""
+        return HeldLease(self, ttl=ttl, max_wait=max_wait, selector=selector)
+
+    # ---- providers -------------------------------------------------------------------
+
+    def list_providers(self) -> list[Provider]:
+        return self.call(calls.list_providers()).items
+
+
+class HeldLease(LeaseView):
+    """A lease for the length of a `with` block: proxy_url, proxies, httpx_proxy,
+    lease_id, epoch, expires_at once entered."""
+
+    def __init__(
+        self,
+        client: Client,
+        *,
+        ttl: float | None,
+        max_wait: float | None,
+        selector: Mapping[str, Any],
+    ) -> None:
+        self._client = client
+        self._ttl = ttl
+        self._max_wait = max_wait
+        self._selector = dict(selector)
+        self._handle: LeaseHandle | None = None
+        self._stop = threading.Event()
+        self._lock = threading.Lock()
+        """Held while renewing, reporting or releasing: each uses the current epoch."""
+        self._renewer: threading.Thread | None = None
+
+    def __enter__(self) -> HeldLease:
+        lease = self._client.grant_lease(ttl=self._ttl, max_wait=self._max_wait, **self._selector)
+        self._handle = LeaseHandle(lease, self._ttl)
+        self._renewer = threading.Thread(
+            target=self._renew_until_stopped, name=f"renew-{lease.lease_id}", daemon=True
+        )
+        self._renewer.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: types.TracebackType | None,
+    ) -> None:
+        self._stop.set()
+        if self._renewer is not None:
+            self._renewer.join()
+        if self._handle is None or self._handle.released:
+            return
+        if exc is not None:
+            # The block's exception is what the caller needs; ours would hide it.
+            with contextlib.suppress(ApiError, TransportError):
+                self.report("failed")
+            with contextlib.suppress(ApiError, TransportError):
+                self.release()
+            return
+        try:
+            self.release()
+        except ApiError as e:
+            if not lease_ended(e):  # already released, expired or revoked: nothing to do
+                raise
+
+    def _renew_until_stopped(self) -> None:
+        handle = self.handle
+        while not self._stop.wait(handle.renew_every):
+            try:
+                self.renew()
+            except ApiError as e:
+                if lease_ended(e):
+                    handle.renew_error = e
+                    return
+            except TransportError:
+                pass  # tried again next interval, while half the TTL is left
+
+    def renew(self) -> RenewedLease:
+        handle = self.handle
+        with self._lock:
+            # Waiting out a 503 longer than half the TTL would let the lease lapse.
+            renewed = self._client.renew_lease(
+                handle.lease_id, handle.epoch, ttl=handle.ttl, max_wait=handle.renew_every
+            )
+            handle.renewed(renewed.expires_at, renewed.epoch)
+        return renewed
+
+    def report(self, outcome: str, *, target: str | None = None) -> ReportedLease:
+        """Tell the API how the proxy did: ok, blocked or failed."""
+        handle = self.handle
+        with self._lock:
+            return self._client.report_lease(handle.lease_id, handle.epoch, outcome, target=target)
+
+    def report_blocked(self, *, target: str | None = None) -> ReportedLease:
+        """The target blocked this proxy: the API bans it for the target."""
+        return self.report("blocked", target=target)
+
+    def release(self) -> ReleasedLease:
+        """Release now (the `with` block's exit then does nothing more)."""
+        handle = self.handle
+        self._stop.set()
+        with self._lock:
+            released = self._client.release_lease(handle.lease_id, handle.epoch)
+            handle.released = True
+        return released
