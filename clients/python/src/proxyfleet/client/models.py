@@ -65,6 +65,10 @@ class Lease(msgspec.Struct, kw_only=True):
     proxy: LeasedProxy
     holder: str = ""
     target: str = ""
+    ttl: float = 0.0
+    """Seconds granted (0 from a server that does not say)."""
+    ttl_capped: bool = False
+    """True when the server's --max-lease-ttl cut the TTL asked for."""
 
 
 class LeaseState(msgspec.Struct, kw_only=True):
@@ -88,6 +92,8 @@ class RenewedLease(msgspec.Struct, kw_only=True):
     proxy_id: str
     epoch: int
     expires_at: float
+    ttl: float = 0.0
+    ttl_capped: bool = False
 
 
 class ReportedLease(msgspec.Struct, kw_only=True):
