@@ -41,6 +41,7 @@ class LeaseController(Controller):
     @post(
         "/",
         status_code=HTTP_201_CREATED,
+        response_description="The lease granted: its id, fencing epoch, expiry and proxy",
         responses=error_responses(400, 401, 403, 404, 409, 413, 503),
     )
     async def grant_lease(

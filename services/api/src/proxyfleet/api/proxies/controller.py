@@ -42,7 +42,10 @@ class ProxyController(Controller):
     opt = {"scope": Scope.ADMIN}
 
     @post(
-        "/", status_code=HTTP_202_ACCEPTED, responses=error_responses(400, 401, 403, 409, 413, 503)
+        "/",
+        status_code=HTTP_202_ACCEPTED,
+        response_description="The proxies stored as pending; they are provisioned asynchronously",
+        responses=error_responses(400, 401, 403, 409, 413, 503),
     )
     async def create_proxies(
         self,
@@ -112,6 +115,7 @@ class ProxyController(Controller):
     @delete(
         "/{proxy_id:str}",
         status_code=HTTP_202_ACCEPTED,
+        response_description="The proxy, now deleting; its resources go asynchronously",
         responses=error_responses(400, 401, 403, 404, 409, 503),
     )
     async def delete_proxy(
