@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
+import gc
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar
 
@@ -128,7 +130,7 @@ class HostSession:
         conn, self._conn = self._conn, None
         if conn is not None:
             with contextlib.suppress(Exception):
-                await self.calls.run("close", conn.close)
+                await self.calls.run("close", functools.partial(_collect_then_close, conn))
 
     async def close(self) -> None:
         async with self._lock:
@@ -136,3 +138,12 @@ class HostSession:
             with contextlib.suppress(Exception):
                 await self._connector.close()
         self.calls.close()
+
+
+def _collect_then_close(conn: libvirt.virConnect) -> int:
+    """Close `conn` after a garbage collection on this (the libvirt) thread. Pools and
+    volumes caught in reference cycles hold the connection; freed by a later collection on
+    whatever thread allocates then, the last of them tears the connection down there (seen
+    once: the main thread hung in virStoragePoolFree right after a close)."""
+    gc.collect()
+    return int(conn.close())
