@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import abc
 import asyncio
 import json
 import socket
@@ -82,7 +83,7 @@ def marker_pid(state_dir: Path, proxy_id: str) -> int:
     return int(marker["pid"])
 
 
-class ThreadedSubscriber:
+class ThreadedSubscriber(abc.ABC):
     """A plain core-NATS subscriber on `subject`, in a thread of its own (the tests that
     use it are synchronous); subclasses say what `record` keeps of each message."""
 
@@ -93,8 +94,9 @@ class ThreadedSubscriber:
         self._thread = threading.Thread(target=self._loop.run_forever, daemon=True)
         self._nc: NatsClient | None = None
 
+    @abc.abstractmethod
     def record(self, msg: Msg) -> None:
-        raise NotImplementedError
+        """Keep what the subclass needs of one message (called under `_lock`)."""
 
     def __enter__(self: S) -> S:
         self._thread.start()
