@@ -36,6 +36,14 @@ class GrantRequest:
 
 
 @dataclass(frozen=True, slots=True)
+class GrantKey:
+    """A grant's Idempotency-Key (scoped by the caller) and its request's fingerprint."""
+
+    key: str
+    fingerprint: str
+
+
+@dataclass(frozen=True, slots=True)
 class LeasePolicy:
     cooldown: float = 30.0
     """Seconds a released proxy rests before it can be granted again."""
@@ -107,9 +115,12 @@ class LeaseStore:
         return (await self.grant_with_proxy(req, lease_id))[0]
 
     async def grant_with_proxy(
-        self, req: GrantRequest, lease_id: str | None = None
+        self, req: GrantRequest, lease_id: str | None = None, key: GrantKey | None = None
     ) -> tuple[Lease, GrantedProxy]:
-        """grant(), with the granted proxy as the same script read it (one round trip)."""
+        """grant(), with the granted proxy as the same script read it (one round trip).
+        With `key`: a grant retried with it (and the same request) answers with the lease
+        the first made while that lease is active; Conflict once it has ended or for
+        another request under the same key."""
         lease_id = lease_id or fast_lease_id()
         now = self._clock.now()
         ttl = min(req.ttl, self.policy.max_ttl)
@@ -129,17 +140,19 @@ class LeaseStore:
             fast_id("e"),
             req.client,
             repr(self.policy.max_probe_age),
+            key.key if key else "",
+            key.fingerprint if key else "",
         )
         code = int(res[0])
-        if code == 1:
+        if code in (1, 2):
             lease = Lease(
-                id=lease_id,
+                id=lease_id if code == 1 else str(res[5]),
                 proxy_id=res[1],
                 epoch=int(res[2]),
                 holder=req.holder,
                 target=req.target,
                 client=req.client,
-                granted_at=now,
+                granted_at=now if code == 1 else float(res[6]),
                 expires_at=float(res[3]),
             )
             provider, zone, host, port, username, password = res[4]
@@ -153,6 +166,18 @@ class LeaseStore:
             raise _nothing_available(retry_after, int(res[2]), self.policy.max_probe_age)
         if code == -1:
             raise NotFound(f"proxy {req.proxy_id} not found")
+        if code == -6:
+            raise Conflict(
+                "this Idempotency-Key was used with a different grant request; use a new key "
+                "for a different grant",
+                code="idempotency_key_reused",
+            )
+        if code == -7:
+            raise Conflict(
+                f"the lease this Idempotency-Key granted has ended ({res[1]}); use a new key "
+                "for a new lease",
+                code="idempotent_lease_ended",
+            )
         raise Conflict(str(res[1]), retry_after=float(res[2]), code=_code(res, 3))
 
     async def get(self, lease_id: str) -> tuple[Lease, str] | None:

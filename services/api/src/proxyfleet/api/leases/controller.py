@@ -6,12 +6,13 @@ from typing import Annotated, Any
 
 from litestar import Controller, Request, delete, get, post
 from litestar.di import NamedDependency
-from litestar.params import Parameter
+from litestar.params import HeaderParameter, Parameter
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED
 
 from proxyfleet.api.auth import Principal, Scope
 from proxyfleet.api.errors import error_responses
 from proxyfleet.api.fields import JSONInput, strict
+from proxyfleet.api.idempotency import MAX_KEY_CHARS
 from proxyfleet.api.leases.schemas import (
     GrantedLease,
     GrantLease,
@@ -31,6 +32,21 @@ LeaseIdParam = Annotated[str, Parameter(max_length=64, description="The lease id
 Caller = Request[Principal, Any, Any]
 """The request, for its `user`: the caller the auth guard identified."""
 _ENDED = error_responses(400, 401, 403, 404, 409, 413, 503)
+IdempotencyKey = Annotated[
+    str | None,
+    HeaderParameter(
+        name="Idempotency-Key",
+        max_length=MAX_KEY_CHARS,
+        description=(
+            "Makes a retried grant safe: a grant with a key seen before and the same body "
+            "answers with the lease the first one made, as long as that lease is active (the "
+            "key lives as long as the lease's first TTL). The same key with another body is "
+            "a 409 (idempotency_key_reused); after its lease has ended, a 409 "
+            "(idempotent_lease_ended). 1-255 visible ASCII characters, e.g. a UUID; keys "
+            "are per token."
+        ),
+    ),
+]
 
 
 class LeaseController(Controller):
@@ -49,11 +65,13 @@ class LeaseController(Controller):
         data: JSONInput[GrantLease],
         lease_service: NamedDependency[LeaseService],
         request: Caller,
+        idempotency_key: IdempotencyKey = None,
     ) -> GrantedLease:
         """Lease a ready proxy: least recently used first among those matching the selector,
         not leased, not cooling down and not banned for the target. 503 + Retry-After when
         none is free; 409 + Retry-After when the named proxy is taken. A ttl above the
-        server's --max-lease-ttl is cut to it: `ttl` and `ttl_capped` say what was granted."""
+        server's --max-lease-ttl is cut to it: `ttl` and `ttl_capped` say what was granted.
+        See `Idempotency-Key` for safe retries."""
         body = strict(data, GrantLease)
         ttl, capped = lease_service.granted_ttl(body.ttl)
         grant = await lease_service.grant(
@@ -66,7 +84,9 @@ class LeaseController(Controller):
                 zone=body.zone or "",
                 labels=dict(body.labels),
                 client=request.user.name,
-            )
+            ),
+            idempotency_key=idempotency_key,
+            body=body,
         )
         lease, proxy = grant.lease, grant.proxy
         return GrantedLease(

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from proxyfleet.api.idempotency import check_key, fingerprint, scoped_key
 from proxyfleet.api.metrics import (
     LEASE_CONFLICTS,
     LEASE_UNAVAILABLE,
@@ -21,7 +22,7 @@ from proxyfleet.common.errors import Conflict, NotFound, Unavailable
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.models import Lease, LeaseOutcome
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
-from proxyfleet.common.store.leases import GrantedProxy, Released, Renewed
+from proxyfleet.common.store.leases import GrantedProxy, GrantKey, Released, Renewed
 
 log = get_logger(__name__)
 
@@ -47,12 +48,19 @@ class LeaseService:
         self._catalog = catalog
         self._default_ttl = default_ttl
 
-    async def grant(self, req: GrantRequest) -> Grant:
+    async def grant(
+        self, req: GrantRequest, *, idempotency_key: str | None = None, body: object = None
+    ) -> Grant:
         """Raises Unavailable (503), Conflict (409) or NotFound (404 for a named proxy).
-        `req.client` (the caller's name) becomes the lease's owner."""
+        `req.client` (the caller's name) becomes the lease's owner. With an
+        `idempotency_key`, a grant seen before with the same `body` answers with its lease."""
         self._catalog.check_selector(req.provider or None, req.zone or None)
+        key = None
+        if idempotency_key is not None:
+            scoped = scoped_key(req.client, check_key(idempotency_key))
+            key = GrantKey(scoped, fingerprint(body))
         try:
-            lease, proxy = await self._store.grant_with_proxy(req)
+            lease, proxy = await self._store.grant_with_proxy(req, key=key)
         except Unavailable:
             LEASE_UNAVAILABLE.inc()
             raise

@@ -12,7 +12,7 @@ from litestar.status_codes import HTTP_202_ACCEPTED
 from proxyfleet.api.auth import Principal, Scope
 from proxyfleet.api.errors import error_responses
 from proxyfleet.api.fields import JSONInput, parse_label_filters, strict
-from proxyfleet.api.proxies.idempotency import MAX_KEY_CHARS
+from proxyfleet.api.idempotency import MAX_KEY_CHARS
 from proxyfleet.api.proxies.schemas import CreateProxies, ProxyBatch, ProxyOut, ProxyPage
 from proxyfleet.api.proxies.service import ProxyService
 from proxyfleet.common.models import Phase

@@ -7,9 +7,9 @@ import secrets
 from typing import TypeVar
 
 from proxyfleet.api.events import Messages
+from proxyfleet.api.idempotency import check_key, fingerprint, scoped_key
 from proxyfleet.api.metrics import LEASES_REVOKED
 from proxyfleet.api.providers.service import ProviderCatalog
-from proxyfleet.api.proxies.idempotency import check_key, fingerprint, scoped_key
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.errors import Conflict, NotFound
 from proxyfleet.common.ids import new_proxy_id
@@ -72,7 +72,15 @@ class ProxyService:
         same key with another body is a Conflict."""
         idem: Idempotency | None = None
         if idempotency_key is not None:
-            print_ = fingerprint(provider_name, zone, count, labels, placement or {})
+            print_ = fingerprint(
+                {
+                    "provider": provider_name,
+                    "zone": zone,
+                    "count": count,
+                    "labels": labels,
+                    "placement": placement or {},
+                }
+            )
             key = scoped_key(caller, check_key(idempotency_key))
             idem = Idempotency(key, print_, self._idempotency_ttl)
         provider = self._catalog.get(provider_name)

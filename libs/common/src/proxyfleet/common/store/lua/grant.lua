@@ -1,14 +1,35 @@
 -- Grant a lease on one ready, unleased, cooled-down, not-banned proxy; LRU first.
 -- ARGV: ns, now, lease_id, holder, target, ttl, proxy_id ('' = any), provider, zone,
 --       labels_json ('' = none), scan_limit, unavailable_retry, event_id, client (the
---       granting token's name: the lease's owner), max_probe_age (0 = no check)
+--       granting token's name: the lease's owner), max_probe_age (0 = no check),
+--       idem_key ('' = none; scoped by the caller), fingerprint (of the request)
 -- -> {1, proxy_id, epoch, expires_at, {provider, zone, host, port, username, password}}
+--  | {2, proxy_id, epoch, expires_at, {...}, lease_id, granted_at} a replay: the lease
+--    the first grant with this key made, still active
+--  | {-6} the key was used with another request | {-7, state} its lease has ended
 --  | {0, retry_after, stale} nothing available (stale: candidates skipped for their probe)
 --  | {-1} no such proxy | {-3, reason, retry_after[, code]} specific proxy not grantable
 local now, lease_id, holder, target = tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
 local ttl, want, provider, zone = tonumber(ARGV[6]), ARGV[7], ARGV[8], ARGV[9]
 local labels_json, scan_limit, retry = ARGV[10], tonumber(ARGV[11]), tonumber(ARGV[12])
 local event_id, client, max_age = ARGV[13], ARGV[14], tonumber(ARGV[15]) or 0
+local idem, fingerprint = ARGV[16] or '', ARGV[17] or ''
+local ikey = (idem ~= '') and k('grant_idem', idem) or nil
+-- A retried grant (its first answer lost) gets the lease the first one made, as long as
+-- that lease lives: the key expires with the lease's first TTL.
+if ikey then
+  local seen = redis.call('HMGET', ikey, 'fp', 'lease')
+  if seen[1] then
+    if seen[1] ~= fingerprint then return {-6} end
+    local l = redis.call('HMGET', k('lease', seen[2]), 'state', 'proxy_id', 'epoch',
+      'expires_at', 'granted_at')
+    if l[1] ~= 'active' then return {-7, l[1] or 'expired'} end
+    local got = redis.call('HMGET', k('proxy', l[2]), 'provider', 'zone', 'host', 'port',
+      'username', 'password')
+    return {2, l[2], tonumber(l[3]), l[4], got, seen[2], l[5]}
+  end
+end
+
 local labels = nil
 if labels_json ~= '' then labels = cjson.decode(labels_json) end
 local ban_key = (target ~= '') and k('ban', target) or nil
@@ -55,6 +76,10 @@ local function take(id)
     'holder', holder, 'target', target, 'granted_at', now, 'expires_at', expires,
     'state', 'active', 'provider', provider_, 'client', client)
   redis.call('ZADD', k('leases'), expires, lease_id)
+  if ikey then
+    redis.call('HSET', ikey, 'fp', fingerprint, 'lease', lease_id)
+    redis.call('EXPIRE', ikey, math.max(math.ceil(ttl), 1))
+  end
   event('lease.granted', event_id, ARGV[2], id, provider_, lease_id, {'epoch', tostring(epoch),
     'holder', json_str(holder), 'target', json_str(target), 'expires_at', tostring(expires),
     'client', json_str(client)})

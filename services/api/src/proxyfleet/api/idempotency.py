@@ -1,8 +1,9 @@
-"""The Idempotency-Key of POST /v1/proxies: its checks and the body's fingerprint. Pure.
+"""The Idempotency-Key of POST /v1/proxies and POST /v1/leases: its checks and the body's
+fingerprint. Pure.
 
-A key is remembered (with the fingerprint of the body it came with and the ids it made)
-by the create script itself, so a retried create makes nothing new even when the first
-one's answer was lost; keys are scoped by the caller's token name."""
+A key is remembered (with the fingerprint of the body it came with and what it made) by
+the create or grant script itself, so a retried create or grant makes nothing new even
+when the first one's answer was lost; keys are scoped by the caller's token name."""
 
 from __future__ import annotations
 
@@ -33,19 +34,7 @@ def scoped_key(caller: str, key: str) -> str:
     return f"{caller}:{key}"
 
 
-def fingerprint(
-    provider: str,
-    zone: str | None,
-    count: int,
-    labels: dict[str, str],
-    placement: dict[str, str],
-) -> str:
-    """The same body, written in any key order, has the same fingerprint."""
-    body = {
-        "provider": provider,
-        "zone": zone,
-        "count": count,
-        "labels": labels,
-        "placement": placement,
-    }
+def fingerprint(body: object) -> str:
+    """The same body (a Struct or a dict), written in any key order, has the same
+    fingerprint."""
     return hashlib.sha256(_canonical.encode(body)).hexdigest()
