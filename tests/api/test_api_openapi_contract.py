@@ -155,7 +155,7 @@ async def test_a_405_says_which_methods_are_allowed(
     [
         ("/v1/proxies", "GET, OPTIONS, POST"),
         ("/v1/proxies/p1", "DELETE, GET, OPTIONS"),
-        ("/v1/leases", "OPTIONS, POST"),
+        ("/v1/leases", "GET, OPTIONS, POST"),
         ("/v1/leases/l1", "DELETE, GET, OPTIONS"),
         ("/healthz", "GET, OPTIONS"),
     ],

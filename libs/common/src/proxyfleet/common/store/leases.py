@@ -15,6 +15,7 @@ from proxyfleet.common.errors import Conflict, NotFound, Unavailable
 from proxyfleet.common.models import Lease, LeaseOutcome
 from proxyfleet.common.store.codec import lease_from_hash
 from proxyfleet.common.store.fastid import fast_id, fast_lease_id
+from proxyfleet.common.store.lease_pages import LeasePage, active_page, lease_of_proxy
 from proxyfleet.common.store.mux import ScriptMux
 from proxyfleet.common.store.outage import translates_outages
 from proxyfleet.common.store.scripts import Scripts
@@ -186,6 +187,15 @@ class LeaseStore:
         if not data:
             return None
         return lease_from_hash(data), data.get("state", "active")
+
+    async def active(
+        self, *, owner: str = "", proxy_id: str = "", limit: int = 100, cursor: str = ""
+    ) -> LeasePage:
+        """A page of active leases, soonest expiry first (`owner`: only that client's;
+        `proxy_id`: that proxy's lease, if any). InvalidInput for a malformed cursor."""
+        if proxy_id:
+            return await lease_of_proxy(self._redis, self._ns, proxy_id, owner)
+        return await active_page(self._redis, self._ns, owner=owner, limit=limit, cursor=cursor)
 
     # `owner` on renew/report/release: the caller's token name, checked against the
     # lease's owner in the script (another's lease is NotFound); "" acts on any (admin).

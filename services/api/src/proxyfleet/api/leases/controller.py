@@ -18,6 +18,7 @@ from proxyfleet.api.leases.schemas import (
     GrantLease,
     LeasedProxy,
     LeaseOut,
+    LeasePage,
     ReleasedLease,
     ReleaseLease,
     RenewedLease,
@@ -27,6 +28,7 @@ from proxyfleet.api.leases.schemas import (
 )
 from proxyfleet.api.leases.service import LeaseService
 from proxyfleet.common.store import GrantRequest
+from proxyfleet.common.store.lease_pages import CURSOR_PATTERN as LEASE_CURSOR_PATTERN
 
 LeaseIdParam = Annotated[str, Parameter(max_length=64, description="The lease id.")]
 Caller = Request[Principal, Any, Any]
@@ -115,17 +117,34 @@ class LeaseController(Controller):
         """A lease and its state: active, released, expired or revoked. 404 for another
         client's lease (an admin token sees every lease)."""
         lease, state = await lease_service.get(lease_id, request.user)
-        return LeaseOut(
-            lease_id=lease.id,
-            proxy_id=lease.proxy_id,
-            epoch=lease.epoch,
-            state=state,
-            holder=lease.holder,
-            target=lease.target,
-            client=lease.client,
-            granted_at=lease.granted_at,
-            expires_at=lease.expires_at,
-            reason=lease.reason,
+        return LeaseOut.of(lease, state)
+
+    @get("/", responses=error_responses(400, 401, 403, 503))
+    async def list_leases(
+        self,
+        lease_service: NamedDependency[LeaseService],
+        request: Caller,
+        proxy_id: Annotated[
+            str | None, Parameter(max_length=64, description="Only this proxy's lease.")
+        ] = None,
+        cursor: Annotated[
+            str,
+            Parameter(
+                pattern=LEASE_CURSOR_PATTERN,
+                description="The `next_cursor` of the previous page (a malformed one is a 400).",
+            ),
+        ] = "",
+        limit: Annotated[int, Parameter(ge=1, le=500)] = 100,
+    ) -> LeasePage:
+        """One page of active leases, soonest expiry first; follow `next_cursor`. A client
+        token lists its own leases, an admin token every lease. Not a snapshot: a lease
+        renewed while the pages are read may show twice or not at all."""
+        page = await lease_service.active(
+            request.user, proxy_id=proxy_id or "", cursor=cursor, limit=limit
+        )
+        return LeasePage(
+            items=[LeaseOut.of(lease, "active") for lease in page.items],
+            next_cursor=page.next_cursor or None,
         )
 
     @post("/{lease_id:str}/renew", status_code=HTTP_200_OK, responses=_ENDED)

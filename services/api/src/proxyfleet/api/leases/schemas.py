@@ -14,7 +14,7 @@ from proxyfleet.api.fields import (
     Target,
     ZoneName,
 )
-from proxyfleet.common.models import LeaseOutcome
+from proxyfleet.common.models import Lease, LeaseOutcome
 
 
 class GrantLease(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -73,6 +73,27 @@ class LeaseOut(msgspec.Struct, kw_only=True):
     reason: str = ""
     """Why a revoked lease was revoked, e.g. `proxy unhealthy: <probe error>`, `proxy
     failed: ...`, `proxy deleted`; empty otherwise."""
+
+    @classmethod
+    def of(cls, lease: Lease, state: str) -> LeaseOut:
+        return cls(
+            lease_id=lease.id,
+            proxy_id=lease.proxy_id,
+            epoch=lease.epoch,
+            state=state,
+            holder=lease.holder,
+            target=lease.target,
+            client=lease.client,
+            granted_at=lease.granted_at,
+            expires_at=lease.expires_at,
+            reason=lease.reason,
+        )
+
+
+class LeasePage(msgspec.Struct, kw_only=True):
+    items: list[LeaseOut]
+    next_cursor: str | None
+    """Pass it as `cursor` for the next page; null on the last."""
 
 
 class RenewLease(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

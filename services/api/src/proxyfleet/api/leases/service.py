@@ -22,6 +22,7 @@ from proxyfleet.common.errors import Conflict, NotFound, Unavailable
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.models import Lease, LeaseOutcome
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
+from proxyfleet.common.store.lease_pages import LeasePage
 from proxyfleet.common.store.leases import GrantedProxy, GrantKey, Released, Renewed
 
 log = get_logger(__name__)
@@ -94,6 +95,14 @@ class LeaseService:
         if found is None or (caller.lease_owner and found[0].client != caller.lease_owner):
             raise NotFound(f"lease {lease_id} not found")
         return found
+
+    async def active(
+        self, caller: Principal, *, proxy_id: str, cursor: str, limit: int
+    ) -> LeasePage:
+        """The caller's active leases (every one for an admin), a page at a time."""
+        return await self._store.active(
+            owner=caller.lease_owner, proxy_id=proxy_id, cursor=cursor, limit=limit
+        )
 
     async def renew(
         self, lease_id: str, epoch: int, ttl: float | None, caller: Principal
