@@ -18,6 +18,7 @@ from litestar import Litestar
 from nats.aio.msg import Msg
 
 from proxyfleet.api.container import Services
+from proxyfleet.api.feed.stream import event_streams_of
 from proxyfleet.api.settings import ApiSettings
 from proxyfleet.common.clock import ManualClock
 from proxyfleet.common.models import Event, Phase, Proxy
@@ -125,6 +126,7 @@ async def serve(app: Litestar) -> tuple[str, Callable[[], Awaitable[None]]]:
         await asyncio.sleep(0.01)
 
     async def stop() -> None:
+        event_streams_of(app.state).close()  # as the service's HttpServer does
         server.should_exit = True
         await task
 

@@ -34,6 +34,15 @@ def run_cli(*args: str, env: dict[str, str] | None = None) -> subprocess.Complet
 @contextmanager
 def api_process(args: list[str], env: dict[str, str], log: Path) -> Iterator[str]:
     """Start the API on a free port; yields its base URL; stops it on exit."""
+    with api_process_handle(args, env, log) as (url, _):
+        yield url
+
+
+@contextmanager
+def api_process_handle(
+    args: list[str], env: dict[str, str], log: Path
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """api_process, yielding the process too (to signal it)."""
     port = free_port()
     clean = {k: v for k, v in os.environ.items() if not k.startswith("PROXYFLEET_")}
     with open(log, "wb") as out:
@@ -44,7 +53,7 @@ def api_process(args: list[str], env: dict[str, str], log: Path) -> Iterator[str
             stderr=subprocess.STDOUT,
         )
         try:
-            yield f"http://127.0.0.1:{port}"
+            yield f"http://127.0.0.1:{port}", proc
         finally:
             proc.terminate()
             try:

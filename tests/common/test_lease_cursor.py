@@ -9,8 +9,6 @@ from hypothesis import strategies as st
 from proxyfleet.common.errors import InvalidInput
 from proxyfleet.common.store.lease_pages import cursor_of, parse_cursor
 
-pytestmark = pytest.mark.pure
-
 
 @given(
     st.floats(min_value=0, max_value=1e11, allow_nan=False, allow_infinity=False),

@@ -8,6 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 from litestar import Litestar, Router
+from litestar.datastructures import State
 
 from proxyfleet.api.allow import point_options_at_final_routes
 from proxyfleet.api.auth import Scope, TokenAuth
@@ -15,6 +16,8 @@ from proxyfleet.api.container import DEPENDENCIES, build_services
 from proxyfleet.api.deps import AppDeps
 from proxyfleet.api.docs_ui import assets_router
 from proxyfleet.api.errors import EXCEPTION_HANDLERS
+from proxyfleet.api.feed.controller import FeedController
+from proxyfleet.api.feed.stream import STATE_KEY, EventStreams
 from proxyfleet.api.leases.controller import LeaseController
 from proxyfleet.api.openapi import OPENAPI, MsgspecStructSchemas
 from proxyfleet.api.openapi_headers import document_retry_after
@@ -70,7 +73,7 @@ def create_app(settings: ApiSettings, deps: AppDeps) -> Litestar:
         path="/v1",
         guards=[auth.guard],
         security=[{"bearer": []}],
-        route_handlers=[ProxyController, LeaseController, ProviderController],
+        route_handlers=[ProxyController, LeaseController, ProviderController, FeedController],
     )
     handlers: list[Router | type[SystemController]] = [v1, SystemController, assets_router()]
 
@@ -118,6 +121,7 @@ def create_app(settings: ApiSettings, deps: AppDeps) -> Litestar:
         logging_config=None,
         request_max_body_size=MAX_BODY_BYTES,
         debug=False,
+        state=State({STATE_KEY: EventStreams(keepalive=settings.event_keepalive)}),
     )
     point_options_at_final_routes(app)
     document_retry_after(app)

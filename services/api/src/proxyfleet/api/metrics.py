@@ -33,3 +33,6 @@ REGISTRY_PROXIES = Gauge(
     "Proxies in the registry by provider and phase (fleet-wide; refreshed on each scrape).",
     ["provider", "phase"],
 )
+EVENT_STREAMS = Gauge(
+    "proxyfleet_api_event_streams", "Open GET /v1/events streams (server-sent events)."
+)

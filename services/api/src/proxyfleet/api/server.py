@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import uvicorn
 from litestar import Litestar
 
+from proxyfleet.api.feed.stream import event_streams_of
 from proxyfleet.api.settings import ApiSettings
 
 
@@ -36,6 +37,7 @@ class HttpServer:
             lifespan="on",
         )
         self._server = _HostedServer(config)
+        self._app = app
 
     async def run(self, stop: asyncio.Event) -> None:
         """Serve until `stop`; a start that fails (port taken, backends refused) raises."""
@@ -45,7 +47,10 @@ class HttpServer:
         stopping.cancel()
         if not serving.done():
             if self._server.started:
-                self._server.should_exit = True  # graceful: finish requests, run the lifespan end
+                # graceful: end the event streams (they never finish by themselves), finish
+                # the other requests, run the lifespan end
+                event_streams_of(self._app.state).close()
+                self._server.should_exit = True
             else:
                 serving.cancel()  # still starting (e.g. waiting for NATS): nothing to finish
         with contextlib.suppress(asyncio.CancelledError):

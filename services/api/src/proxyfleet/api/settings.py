@@ -52,6 +52,9 @@ class ApiSettings:
     """Seconds between two runs of the sweeper that ends expired leases."""
     idempotency_ttl: float = 86_400.0
     """Seconds a create's Idempotency-Key is remembered (a retry after that creates again)."""
+    event_keepalive: float = 15.0
+    """Seconds between keep-alive comments on an idle GET /v1/events stream (so proxies
+    and load balancers in between do not close it as idle)."""
     max_probe_age: float = 20.0
     """Seconds since a proxy's last good health probe beyond which grants skip it (4x
     health's default --interval, so a stopped health service leaves no dead proxy
@@ -83,6 +86,7 @@ class ApiSettings:
             "ban_seconds",
             "sweep_interval",
             "idempotency_ttl",
+            "event_keepalive",
         ):
             value = getattr(self, name)
             if not (math.isfinite(value) and value > 0):

@@ -18,7 +18,7 @@ from proxyfleet.common.errors import InvalidInput
 from proxyfleet.common.models import Lease
 from proxyfleet.common.store.codec import lease_from_hash
 
-CURSOR_PATTERN = r"^([0-9]{1,17}(\.[0-9]{1,17})?(e[+-]?[0-9]{1,3})?_[A-Za-z0-9_-]{1,64})?$"
+CURSOR_PATTERN = r"^([0-9]{1,17}(\.[0-9]{1,24})?(e[+-]?[0-9]{1,3})?_[A-Za-z0-9_-]{1,64})?$"
 """What a next_cursor looks like (empty: the first page)."""
 _CURSOR = re.compile(CURSOR_PATTERN)
 BATCH = 200
