@@ -28,11 +28,12 @@ class LeaseFollower:
     async def run(self, stop: asyncio.Event) -> None:
         # Core subscriptions, not a JetStream consumer: only what happens from now on
         # matters, and every replica must see every event.
+        # Only the events that end something: not the grants and renewals, two for every
+        # connection through any gateway, which this replica would decode for nothing.
+        kinds = [*sorted(ENDS), EventType.PROXY_DELETED]
         subs = [
-            await self._nc.subscribe(subjects.event_subject("lease.*"), cb=self._on_event),
-            await self._nc.subscribe(
-                subjects.event_subject(EventType.PROXY_DELETED.value), cb=self._on_event
-            ),
+            await self._nc.subscribe(subjects.event_subject(kind.value), cb=self._on_event)
+            for kind in kinds
         ]
         await self._nc.flush()
         try:

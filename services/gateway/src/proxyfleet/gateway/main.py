@@ -8,7 +8,7 @@ import uvloop
 
 from proxyfleet.common import host
 from proxyfleet.common.relay import OutboxRelay
-from proxyfleet.common.store import LeaseStore, ProxyRegistry
+from proxyfleet.common.store import LeaseStore, ProxyRegistry, ScriptMux
 from proxyfleet.common.store.sessions import SessionStore
 from proxyfleet.gateway.auth import TokenBook
 from proxyfleet.gateway.events import LeaseFollower
@@ -34,8 +34,11 @@ async def build(ctx: host.Context[GatewaySettings]) -> host.Parts:
 
 def assemble(ctx: host.Context[GatewaySettings]) -> Assembly:
     s, ns = ctx.settings, ctx.common.namespace
-    registry = ProxyRegistry(ctx.redis, ctx.clock, namespace=ns)
-    store = LeaseStore(ctx.redis, ctx.clock, s.policy(), namespace=ns)
+    # Every connection runs a grant and a release script: pipelined on one connection
+    # (the API's hot path does the same) rather than a pooled connection per call.
+    mux = ScriptMux.from_client(ctx.redis)
+    registry = ProxyRegistry(ctx.redis, ctx.clock, namespace=ns, mux=mux)
+    store = LeaseStore(ctx.redis, ctx.clock, s.policy(), namespace=ns, mux=mux)
     leaser = Leaser(store, registry, SessionStore(ctx.redis, namespace=ns), s, ctx.clock)
     tunnels = Tunnels()
     gateway = Gateway(s, leaser, TokenBook(s.client_tokens), ctx.providers, tunnels)
@@ -52,6 +55,7 @@ def assemble(ctx: host.Context[GatewaySettings]) -> Assembly:
             "relay": relay.run,
         },
         ready={"proxy": gateway.listening.is_set, "outbox": host.outbox_check(relay)},
+        close=[mux.aclose],
     )
     return Assembly(gateway, tunnels, parts)
 
