@@ -3,6 +3,9 @@ an error names (the gateway's 400 says it)."""
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -119,3 +122,14 @@ def test_any_text_parses_or_is_a_username_error(text: str) -> None:
         assert all(c.isprintable() for c in str(sel))
     else:
         assert parse_username(sel.format()) == sel
+
+
+def test_the_documented_examples_parse() -> None:
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "gateway.md").read_text()
+    paragraph = doc[doc.index("Examples: ") :].split("\n\n", 1)[0]
+    line = paragraph.replace("\n", " ")
+    examples = re.findall(r"`([^`]+)`", line)
+    assert len(examples) == 4
+    for username in examples:
+        parse_username(username)
+    assert parse_username("crawler-session-abc-sesstime-30").sesstime == 30
