@@ -173,3 +173,40 @@ async def test_a_plain_403_reports_blocked_and_bans_the_proxy_for_that_target(
         assert proxy_id not in later
     finally:
         server.close()
+
+
+async def test_a_target_cannot_forge_the_ids(
+    start_gateway: StartGateway, fleet: dict[str, int]
+) -> None:
+    server, port = await _plain_server(200)
+    gw = await start_gateway(cooldown=0.0)
+    try:
+        got = await curl(gw.url(), f"http://127.0.0.1:{port}/")
+        assert got.body == b"no robots"
+        [proxy_id] = got.header("X-Proxyfleet-Proxy-Id")
+        assert proxy_id in fleet
+    finally:
+        server.close()
+
+
+async def test_an_upstream_refusing_its_credentials_is_a_502_that_shows_none(
+    start_gateway: StartGateway,
+    registry: ProxyRegistry,
+    gw_squids: list[ProxyProcess],
+    target: TargetServer,
+    events: Recorder,
+) -> None:
+    wrong = "wrong-password-of-the-proxy"
+    proxy_id = await ready_proxy(registry, gw_squids[0].port, password=wrong)
+    server, port = await _plain_server(200)
+    gw = await start_gateway(cooldown=0.0)
+    try:
+        tunnel = await curl(gw.url(), target.url, ca_file=target.ca_file)
+        plain = await curl(gw.url(), f"http://127.0.0.1:{port}/")
+    finally:
+        server.close()
+    for got in (tunnel, plain):
+        assert "HTTP/1.1 502" in got.head
+        assert wrong.encode() not in got.head.encode() + got.body
+    failed = await events.event("lease.reported", proxy_id=proxy_id)
+    assert failed.data.outcome == "failed"

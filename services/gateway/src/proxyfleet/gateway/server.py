@@ -11,10 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
-import time
 from dataclasses import dataclass
-
-from prometheus_client import Counter
 
 from proxyfleet.common.errors import Conflict, StoreUnavailable, Unavailable
 from proxyfleet.common.logging import get_logger
@@ -22,6 +19,7 @@ from proxyfleet.common.models import LeaseOutcome
 from proxyfleet.common.providers_config import ProvidersConfig
 from proxyfleet.gateway import wire
 from proxyfleet.gateway.auth import TokenBook
+from proxyfleet.gateway.forward import ids, pipe, upstream_head, with_ids
 from proxyfleet.gateway.leasing import Leaser
 from proxyfleet.gateway.metrics import BYTES_DOWN, BYTES_UP, TUNNELS
 from proxyfleet.gateway.settings import GatewaySettings
@@ -29,7 +27,6 @@ from proxyfleet.gateway.tunnels import Hold, Relay, Tunnels
 from proxyfleet.gateway.upstream import (
     Streams,
     UpstreamFailed,
-    credentials,
     open_tunnel,
     open_upstream,
     status_of,
@@ -38,10 +35,6 @@ from proxyfleet.gateway.username import Selector, UsernameError, parse_username
 
 log = get_logger(__name__)
 
-CHUNK = 65_536
-LEASE_HEADER, PROXY_HEADER = "X-Proxyfleet-Lease-Id", "X-Proxyfleet-Proxy-Id"
-EPOCH_HEADER = "X-Proxyfleet-Lease-Epoch"
-"""With the lease id, what renew, report and release through the API take."""
 AUTHENTICATE = ("Proxy-Authenticate", 'Basic realm="proxyfleet"')
 
 
@@ -222,7 +215,7 @@ class Gateway:
     ) -> None:
         hold, (ureader, uwriter) = await self._upstream(caller, req.authority)
         relay = Relay(hold, writer, uwriter)
-        writer.write(wire.response(200, _ids(hold)))
+        writer.write(wire.response(200, ids(hold)))
         await self._relay(relay, reader, ureader, until_down=False)
 
     async def _forward(
@@ -234,24 +227,29 @@ class Gateway:
     ) -> None:
         hold, (ureader, uwriter) = await self._upstream(caller, None)
         relay = Relay(hold, writer, uwriter)
-        uwriter.write(_upstream_head(req, hold))
+        uwriter.write(upstream_head(req, hold))
         # The body (if any) goes up while the answer is awaited.
-        up = asyncio.ensure_future(_pipe(reader, uwriter, relay, BYTES_UP))
+        up = asyncio.ensure_future(pipe(reader, uwriter, relay, BYTES_UP))
         try:
             async with asyncio.timeout(self._s.connect_timeout + self._s.header_timeout):
                 rhead = await ureader.readuntil(b"\r\n\r\n")
         except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
             up.cancel()
-            relay.close("upstream")
+            uwriter.transport.abort()  # the client still gets the answer below
             await self._leaser.report(hold, LeaseOutcome.FAILED, "no response head")
             raise Refused(
                 502, "the upstream sent no response", "upstream_failed",
                 _status("http_response_incomplete"),
             ) from None  # fmt: skip
         status = status_of(rhead)
+        if status == 407:
+            up.cancel()
+            uwriter.transport.abort()  # the client still gets the answer below
+            await self._leaser.report(hold, LeaseOutcome.FAILED, "upstream answered 407")
+            raise _upstream_failed("the upstream proxy refused its credentials", "407")
         if status in self._blocked:
             await self._leaser.report(hold, LeaseOutcome.BLOCKED, f"status {status}", req.host)
-        writer.write(_with_ids(rhead, hold))
+        writer.write(with_ids(rhead, hold))
         BYTES_DOWN.inc(len(rhead))
         await self._relay(relay, reader, ureader, until_down=True, up=up)
 
@@ -269,8 +267,8 @@ class Gateway:
         TUNNELS.labels("ok").inc()
         try:
             if up is None:
-                up = asyncio.ensure_future(_pipe(creader, relay.upstream, relay, BYTES_UP))
-            down = asyncio.ensure_future(_pipe(ureader, relay.client, relay, BYTES_DOWN))
+                up = asyncio.ensure_future(pipe(creader, relay.upstream, relay, BYTES_UP))
+            down = asyncio.ensure_future(pipe(ureader, relay.client, relay, BYTES_DOWN))
             if until_down:
                 await down  # one request per connection: the answer's end ends it
             else:
@@ -282,30 +280,6 @@ class Gateway:
             self._tunnels.remove(relay)
             if relay.ended:
                 TUNNELS.labels("ended").inc()
-
-
-async def _pipe(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, relay: Relay, counter: Counter
-) -> None:
-    """Copy until end of stream, then pass the end on (half-close); any error closes both."""
-    try:
-        while data := await reader.read(CHUNK):
-            writer.write(data)
-            counter.inc(len(data))
-            relay.last_active = time.monotonic()
-            await writer.drain()
-        if writer.can_write_eof() and not writer.is_closing():
-            writer.write_eof()
-    except (OSError, RuntimeError):
-        relay.close(relay.ended)
-
-
-def _ids(hold: Hold) -> list[tuple[str, str]]:
-    return [
-        (LEASE_HEADER, hold.lease_id),
-        (EPOCH_HEADER, str(hold.epoch)),
-        (PROXY_HEADER, hold.proxy.id),
-    ]
 
 
 def _status(error: str, details: str = "") -> tuple[str, str]:
@@ -324,28 +298,3 @@ def _unavailable(message: str, retry_after: float | None, error: str) -> Refused
 
 def _upstream_failed(message: str, why: str) -> Refused:
     return Refused(502, message, "upstream_failed", _status("destination_unavailable", why))
-
-
-def _upstream_head(req: wire.RequestHead, hold: Hold) -> bytes:
-    """The request as the upstream gets it: absolute URL, the client's hop-by-hop headers
-    (its credentials among them) dropped, the upstream's own credentials added."""
-    lines = [f"{req.method} http://{req.authority}{req.target} HTTP/1.1\r\n".encode()]
-    for name, value in req.headers:
-        if name.lower() not in wire.HOP_BY_HOP:
-            lines.append(name + b": " + value + b"\r\n")
-    lines.append(credentials(hold.proxy))
-    lines.append(b"Connection: close\r\n\r\n")
-    return b"".join(lines)
-
-
-def _with_ids(head: bytes, hold: Hold) -> bytes:
-    """The upstream's response head with the lease and proxy ids, and `Connection: close`
-    (the gateway relays one request per connection)."""
-    status_line, _, rest = head.partition(b"\r\n")
-    kept = [
-        line
-        for line in rest.split(b"\r\n")
-        if line and line.split(b":", 1)[0].strip().lower() not in (b"connection", b"keep-alive")
-    ]
-    extra = [f"{k}: {v}".encode() for k, v in _ids(hold)] + [b"Connection: close"]
-    return b"\r\n".join([status_line, *kept, *extra]) + b"\r\n\r\n"
