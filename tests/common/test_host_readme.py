@@ -11,6 +11,7 @@ from proxyfleet.api.main import SERVICE as API
 from proxyfleet.common.host import Service
 from proxyfleet.common.host.command import all_options
 from proxyfleet.common.host.docs import BEGIN, END, settings_tables
+from proxyfleet.gateway.main import SERVICE as GATEWAY
 from proxyfleet.gc.main import SERVICE as GC
 from proxyfleet.health.main import SERVICE as HEALTH
 from proxyfleet.provisioner_gcp.main import SERVICE as GCP
@@ -19,7 +20,7 @@ from proxyfleet.provisioner_kvm.main import SERVICE as KVM
 from proxyfleet.provisioner_local.main import SERVICE as LOCAL
 
 README = Path(__file__).resolve().parents[2] / "README.md"
-SERVICES: list[Service[Any]] = [API, LOCAL, KVM, GCP, K8S, HEALTH, GC]
+SERVICES: list[Service[Any]] = [API, LOCAL, KVM, GCP, K8S, HEALTH, GC, GATEWAY]
 
 
 def current_block(text: str) -> str:
@@ -61,6 +62,8 @@ def test_every_env_name_the_readme_documented_before_is_still_read() -> None:
         "provisioner-k8s": "PROXYFLEET_PROVIDER PROXYFLEET_METRICS_PORT "
         "PROXYFLEET_RECONCILE_INTERVAL PROXYFLEET_STALE_AFTER PROXYFLEET_ACK_WAIT "
         "PROXYFLEET_CONCURRENCY",
+        "gateway": "PROXYFLEET_GATEWAY_HOST PROXYFLEET_GATEWAY_PORT PROXYFLEET_CLIENT_TOKENS "
+        "PROXYFLEET_LEASE_COOLDOWN PROXYFLEET_MAX_LEASE_TTL PROXYFLEET_BAN_SECONDS",
     }
     for service in SERVICES:
         read = {env for spec in all_options(service) for env in spec.envvars}

@@ -25,6 +25,7 @@ MODULES: dict[str, str] = {
     "redis": "proxyfleet.bench.redis_memory",
     "health": "proxyfleet.bench.health_bench",
     "lifecycle": "proxyfleet.bench.lifecycle_bench",
+    "gateway": "proxyfleet.bench.gateway_bench",
 }
 """Benchmark modules in run order; each has `async def run(env: BenchEnv) -> list[Figure]`."""
 

@@ -17,7 +17,7 @@ from litestar.exceptions import NotAuthorizedException, PermissionDeniedExceptio
 from litestar.handlers.base import BaseRouteHandler
 
 from proxyfleet.api.settings import ApiSettings
-from proxyfleet.api.tokens import INSECURE_NAME, Principal, Scope, parse_tokens
+from proxyfleet.common.tokens import INSECURE_NAME, Principal, Scope, parse_tokens
 
 __all__ = ["Principal", "Scope", "TokenAuth"]
 

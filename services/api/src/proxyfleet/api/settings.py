@@ -5,9 +5,9 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from proxyfleet.api.tokens import parse_tokens
 from proxyfleet.common.errors import ConfigError
 from proxyfleet.common.settings import CommonSettings, option
+from proxyfleet.common.tokens import parse_tokens
 
 REFUSAL_WITHOUT_AUTH = (
     "no API token configured: pass --admin-token/--client-token name:secret "

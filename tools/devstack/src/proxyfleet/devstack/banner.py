@@ -84,6 +84,17 @@ def banner(stack: Stack, base_dir: Path, engine: str, env_file: Path) -> str:
  Copy and paste (bash):
 {indented}
 
+{gateway_hint(stack, env_file)}
+
  Ctrl-C stops everything.
 ================================================================================
 """
+
+
+def gateway_hint(stack: Stack, env_file: Path) -> str:
+    """The gateway's lines: one proxy URL (the password is the client token), a lease per
+    connection; `-session-<id>` in the username keeps one proxy (docs/gateway.md)."""
+    host_port = stack.gateway_url.removeprefix("http://")
+    return f""" Through the gateway (a proxy of its own per connection; -session-<id> sticks):
+   source {shlex.quote(str(env_file))}
+   curl -sf -x "http://me:$CLIENT@{host_port}" --cacert "$CA" "$TARGET"; echo"""

@@ -33,6 +33,8 @@ class StackOptions:
     """Folder for every runtime file (.dev by default): data, logs, tokens, proxies."""
     api_port: int = 8080
     """API port; a free one is picked when it is taken."""
+    gateway_port: int = 8899
+    """The gateway's proxy port; a free one is picked when it is taken."""
     nats_url: str = ""
     """Use this NATS instead of starting one."""
     redis_url: str = ""
@@ -74,6 +76,8 @@ class Stack:
     nats_url: str = ""
     redis_url: str = ""
     api_url: str = ""
+    gateway_url: str = ""
+    """The gateway's proxy endpoint, `http://127.0.0.1:PORT` (credentials not included)."""
     admin_token: str = ""
     client_token: str = ""
     target_url: str = ""
@@ -213,11 +217,30 @@ class Stack:
                 "--metrics-port",
                 str(free_port()),
             ],
+            "gateway": self._gateway_command(),
         }
         commands.update(o.extra_services)
         for name, args in o.extra_args.items():
             commands[name] = commands[name] + args
         return commands
+
+    def _gateway_command(self) -> list[str]:
+        """The gateway on its own port, with the API's cooldown and probe age (its client
+        token comes from the env, as the API's does)."""
+        port = _free_or_other(self.opts.gateway_port)
+        self.gateway_url = f"http://127.0.0.1:{port}"
+        o = self.opts
+        return [
+            _bin("proxyfleet-gateway"),
+            "--port",
+            str(port),
+            "--cooldown",
+            str(o.cooldown),
+            "--max-probe-age",
+            str(max(4 * o.health_interval, 5.0)),
+            "--metrics-port",
+            str(free_port()),
+        ]
 
     def service_env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -231,6 +254,7 @@ class Stack:
             PROXYFLEET_LOG_LEVEL=self.opts.log_level,
             PROXYFLEET_API_ADMIN_TOKENS=f"{ADMIN_NAME}:{self.admin_token}",
             PROXYFLEET_API_CLIENT_TOKENS=f"{CLIENT_NAME}:{self.client_token}",
+            PROXYFLEET_GATEWAY_CLIENT_TOKENS=f"{CLIENT_NAME}:{self.client_token}",
             PYTHONUNBUFFERED="1",
         )
         return env
@@ -291,6 +315,17 @@ class Stack:
             server.stop()
         for t in self._threads:
             t.join(timeout=2)
+
+
+def _free_or_other(port: int) -> int:
+    """`port` when nothing listens there (0: any), else a free one."""
+    if not port:
+        return free_port()
+    try:
+        wait_tcp("127.0.0.1", port, timeout=0.05)
+    except TimeoutError:
+        return port
+    return free_port()
 
 
 def stop_local_proxies(state_dir: Path) -> int:

@@ -1,0 +1,1 @@
+"""The gateway: one forward-proxy endpoint backed by leases."""

@@ -1,0 +1,73 @@
+"""The bytes of a relayed connection: the copy loops, and the request and response heads
+of plain-HTTP forwarding as the gateway rewrites them."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+from prometheus_client import Counter
+
+from proxyfleet.gateway import wire
+from proxyfleet.gateway.tunnels import Hold, Relay
+from proxyfleet.gateway.upstream import credentials
+
+CHUNK = 65_536
+LEASE_HEADER, PROXY_HEADER = "X-Proxyfleet-Lease-Id", "X-Proxyfleet-Proxy-Id"
+EPOCH_HEADER = "X-Proxyfleet-Lease-Epoch"
+"""With the lease id, what renew, report and release through the API take."""
+
+
+async def pipe(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, relay: Relay, counter: Counter
+) -> None:
+    """Copy until end of stream, then pass the end on (half-close); any error closes both."""
+    try:
+        while data := await reader.read(CHUNK):
+            writer.write(data)
+            counter.inc(len(data))
+            relay.last_active = time.monotonic()
+            await writer.drain()
+        if writer.can_write_eof() and not writer.is_closing():
+            writer.write_eof()
+    except (OSError, RuntimeError):
+        relay.close(relay.ended)
+
+
+def ids(hold: Hold) -> list[tuple[str, str]]:
+    """The headers that tell a client its lease and proxy."""
+    return [
+        (LEASE_HEADER, hold.lease_id),
+        (EPOCH_HEADER, str(hold.epoch)),
+        (PROXY_HEADER, hold.proxy.id),
+    ]
+
+
+def upstream_head(req: wire.RequestHead, hold: Hold) -> bytes:
+    """The request as the upstream gets it: absolute URL, the client's hop-by-hop headers
+    (its credentials among them) dropped, the upstream's own credentials added."""
+    lines = [f"{req.method} http://{req.authority}{req.target} HTTP/1.1\r\n".encode()]
+    for name, value in req.headers:
+        if name.lower() not in wire.HOP_BY_HOP:
+            lines.append(name + b": " + value + b"\r\n")
+    lines.append(credentials(hold.proxy))
+    lines.append(b"Connection: close\r\n\r\n")
+    return b"".join(lines)
+
+
+def _replaced(name: bytes) -> bool:
+    """Response headers the gateway sets itself (a target cannot forge the ids)."""
+    return name in (b"connection", b"keep-alive") or name.startswith(b"x-proxyfleet-")
+
+
+def with_ids(head: bytes, hold: Hold) -> bytes:
+    """The upstream's response head with the lease and proxy ids, and `Connection: close`
+    (the gateway relays one request per connection)."""
+    status_line, _, rest = head.partition(b"\r\n")
+    kept = [
+        line
+        for line in rest.split(b"\r\n")
+        if line and not _replaced(line.split(b":", 1)[0].strip().lower())
+    ]
+    extra = [f"{k}: {v}".encode() for k, v in ids(hold)] + [b"Connection: close"]
+    return b"\r\n".join([status_line, *kept, *extra]) + b"\r\n\r\n"

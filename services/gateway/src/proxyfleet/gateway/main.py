@@ -1,0 +1,73 @@
+"""`proxyfleet-gateway`: one proxy endpoint that leases, sticks, rotates and enforces."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import uvloop
+
+from proxyfleet.common import host
+from proxyfleet.common.relay import OutboxRelay
+from proxyfleet.common.store import LeaseStore, ProxyRegistry, ScriptMux
+from proxyfleet.common.store.sessions import SessionStore
+from proxyfleet.gateway.auth import TokenBook
+from proxyfleet.gateway.events import LeaseFollower
+from proxyfleet.gateway.leasing import Leaser
+from proxyfleet.gateway.server import Gateway
+from proxyfleet.gateway.settings import GatewaySettings
+from proxyfleet.gateway.tunnels import Tunnels
+from proxyfleet.gateway.upkeep import Upkeep
+
+
+@dataclass(frozen=True, slots=True)
+class Assembly:
+    """The gateway's parts, with the endpoint and its tunnels (tests reach them)."""
+
+    gateway: Gateway
+    tunnels: Tunnels
+    parts: host.Parts
+
+
+async def build(ctx: host.Context[GatewaySettings]) -> host.Parts:
+    return assemble(ctx).parts
+
+
+def assemble(ctx: host.Context[GatewaySettings]) -> Assembly:
+    s, ns = ctx.settings, ctx.common.namespace
+    # Every connection runs a grant and a release script: pipelined on one connection
+    # (the API's hot path does the same) rather than a pooled connection per call.
+    mux = ScriptMux.from_client(ctx.redis)
+    registry = ProxyRegistry(ctx.redis, ctx.clock, namespace=ns, mux=mux)
+    store = LeaseStore(ctx.redis, ctx.clock, s.policy(), namespace=ns, mux=mux)
+    leaser = Leaser(store, registry, SessionStore(ctx.redis, namespace=ns), s, ctx.clock)
+    tunnels = Tunnels()
+    gateway = Gateway(s, leaser, TokenBook(s.client_tokens), ctx.providers, tunnels)
+    upkeep = Upkeep(leaser, store, tunnels, s)
+    # The lease scripts put their events in the outbox; this replica publishes them too,
+    # so they reach NATS whether or not an API runs.
+    relay = OutboxRelay(registry.outbox, ctx.nats, service="gateway")
+    parts = host.Parts(
+        components={
+            "proxy": gateway.run,
+            "events": LeaseFollower(ctx.nats, tunnels).run,
+            "renewer": upkeep.renew,
+            "sweeper": upkeep.sweep,
+            "relay": relay.run,
+        },
+        ready={"proxy": gateway.listening.is_set, "outbox": host.outbox_check(relay)},
+        close=[mux.aclose],
+    )
+    return Assembly(gateway, tunnels, parts)
+
+
+SERVICE = host.Service(
+    name="gateway",
+    summary="Serve one proxy endpoint whose connections ride on leases.",
+    settings=GatewaySettings,
+    build=build,
+    loop=lambda _: uvloop.run,
+)
+
+
+def main() -> None:
+    host.main(SERVICE)

@@ -1,0 +1,42 @@
+"""The gateway's Prometheus metrics (served on /metrics with every other proxyfleet metric)."""
+
+from __future__ import annotations
+
+from prometheus_client import Counter, Gauge, Histogram
+
+from proxyfleet.common.metrics import LATENCY_BUCKETS
+
+OPEN_TUNNELS = Gauge(
+    "proxyfleet_gateway_open_tunnels", "Client connections being relayed to an upstream now."
+)
+TUNNELS = Counter(
+    "proxyfleet_gateway_tunnels_total",
+    "Client connections by outcome: ok (relayed), bad_request, unauthorized, unavailable "
+    "(no proxy), upstream_failed (after the retry), timeout, ended (its lease ended).",
+    ["outcome"],
+)
+BYTES = Counter(
+    "proxyfleet_gateway_bytes_total",
+    "Bytes relayed, by direction: up (client to upstream) or down (upstream to client).",
+    ["direction"],
+)
+UPSTREAM_CONNECT_SECONDS = Histogram(
+    "proxyfleet_gateway_upstream_connect_seconds",
+    "Time to reach the leased upstream proxy and get its answer to CONNECT, by result.",
+    ["result"],
+    buckets=LATENCY_BUCKETS,
+)
+SESSIONS_ACTIVE = Gauge(
+    "proxyfleet_gateway_sessions_active", "Sticky sessions with a connection open on this replica."
+)
+GRANT_SECONDS = Histogram(
+    "proxyfleet_gateway_grant_seconds",
+    "Time a connection waited for its lease (grant, or a session's renew), by result.",
+    ["result"],
+    buckets=LATENCY_BUCKETS,
+)
+REPORTS = Counter(
+    "proxyfleet_gateway_reports_total", "Outcomes the gateway reported on leases.", ["outcome"]
+)
+BYTES_UP = BYTES.labels("up")
+BYTES_DOWN = BYTES.labels("down")

@@ -1,0 +1,300 @@
+"""The proxy endpoint: one asyncio server, a lease per connection (or per session), the
+bytes relayed through the leased upstream proxy.
+
+Every answer the gateway writes itself is built by `wire`; a client error is a 4xx and
+ends that connection only. The CONNECT reply and plain responses carry the lease and proxy
+ids and the lease's epoch (`X-Proxyfleet-Lease-Id`, `-Lease-Epoch`, `X-Proxyfleet-Proxy-Id`)
+so a client can report outcomes through the API."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import math
+from dataclasses import dataclass
+
+from proxyfleet.common.errors import Conflict, StoreUnavailable, Unavailable
+from proxyfleet.common.logging import get_logger
+from proxyfleet.common.models import LeaseOutcome
+from proxyfleet.common.providers_config import ProvidersConfig
+from proxyfleet.gateway import wire
+from proxyfleet.gateway.auth import TokenBook
+from proxyfleet.gateway.forward import ids, pipe, upstream_head, with_ids
+from proxyfleet.gateway.leasing import Leaser
+from proxyfleet.gateway.metrics import BYTES_DOWN, BYTES_UP, TUNNELS
+from proxyfleet.gateway.settings import GatewaySettings
+from proxyfleet.gateway.tunnels import Hold, Relay, Tunnels
+from proxyfleet.gateway.upstream import (
+    Streams,
+    UpstreamFailed,
+    open_tunnel,
+    open_upstream,
+    status_of,
+)
+from proxyfleet.gateway.username import Selector, UsernameError, parse_username
+
+log = get_logger(__name__)
+
+AUTHENTICATE = ("Proxy-Authenticate", 'Basic realm="proxyfleet"')
+
+
+class Refused(Exception):
+    """An answer of the gateway's own, then the connection closes."""
+
+    def __init__(self, status: int, message: str, outcome: str, *headers: tuple[str, str]):
+        super().__init__(message)
+        self.status = status
+        self.outcome = outcome
+        self.headers = list(headers)
+
+
+@dataclass(slots=True)
+class Caller:
+    owner: str
+    selector: Selector
+    hold: Hold | None = None
+    """The lease the connection rides on now (a retry moves it); finished at the end."""
+
+
+class Gateway:
+    def __init__(
+        self,
+        settings: GatewaySettings,
+        leaser: Leaser,
+        tokens: TokenBook,
+        providers: ProvidersConfig,
+        tunnels: Tunnels,
+    ) -> None:
+        self._s = settings
+        self._leaser = leaser
+        self._tokens = tokens
+        self._tunnels = tunnels
+        self._blocked = settings.blocked()
+        self._zones = {p.name: set(p.zones) for p in providers.providers}
+        self.port = 0
+        self.listening = asyncio.Event()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        server = await asyncio.start_server(
+            self._serve, self._s.host, self._s.port, limit=self._s.max_header_bytes, backlog=4096
+        )
+        self.port = server.sockets[0].getsockname()[1]
+        log.info("gateway.listening", host=self._s.host, port=self.port)
+        self.listening.set()
+        try:
+            await stop.wait()
+        finally:
+            server.close()
+            self._tunnels.close_all("stopping")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(server.wait_closed(), 5)
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            await self._handle(reader, writer)
+        except Refused as r:
+            TUNNELS.labels(r.outcome).inc()
+            with contextlib.suppress(OSError, RuntimeError):
+                writer.write(wire.response(r.status, r.headers, f"{r}\n"))
+                async with asyncio.timeout(1):
+                    await writer.drain()
+        except (OSError, asyncio.IncompleteReadError, TimeoutError):
+            pass  # the client went away, or stopped sending
+        except Exception as exc:  # one connection must never take the gateway down
+            TUNNELS.labels("error").inc()
+            log.exception("gateway.connection_failed", error=repr(exc))
+        finally:
+            writer.transport.abort()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        head = await self._read_head(reader)
+        try:
+            req = wire.parse_head(head)
+        except wire.BadRequest as exc:
+            raise Refused(
+                exc.status, str(exc), "bad_request", _status("http_request_error")
+            ) from None
+        caller = self._caller(req)
+        caller.hold = await self._acquire(caller, req.host)
+        try:
+            if req.is_connect:
+                await self._tunnel(req, caller, reader, writer)
+            else:
+                await self._forward(req, caller, reader, writer)
+        finally:
+            if caller.hold is not None:
+                await self._leaser.finish(caller.hold)
+
+    async def _read_head(self, reader: asyncio.StreamReader) -> bytes:
+        try:
+            async with asyncio.timeout(self._s.header_timeout):
+                return await reader.readuntil(b"\r\n\r\n")
+        except TimeoutError:
+            raise Refused(408, "no complete request head in time", "timeout") from None
+        except (asyncio.LimitOverrunError, ValueError):
+            raise Refused(
+                431, f"the request head is over {self._s.max_header_bytes} bytes", "bad_request"
+            ) from None
+
+    def _caller(self, req: wire.RequestHead) -> Caller:
+        creds = wire.basic_credentials(req.header(b"proxy-authorization"))
+        if creds is None:
+            message = "send Proxy-Authorization: Basic (password: a client token)"
+            raise Refused(407, message, "unauthorized", AUTHENTICATE)
+        username, password = creds
+        owner = self._tokens.owner_of(password)
+        if owner is None:
+            raise Refused(407, "unknown token", "unauthorized", AUTHENTICATE)
+        try:
+            selector = parse_username(username)
+        except UsernameError as exc:
+            raise _bad_username(str(exc), exc.param) from None
+        self._check_selector(selector)
+        return Caller(owner, selector)
+
+    def _check_selector(self, sel: Selector) -> None:
+        if sel.provider and sel.provider not in self._zones:
+            raise _bad_username(f"provider: unknown provider {sel.provider!r}", "provider")
+        zones = self._zones[sel.provider] if sel.provider else set().union(*self._zones.values())
+        if sel.zone and sel.zone not in zones:
+            raise _bad_username(f"zone: unknown zone {sel.zone!r}", "zone")
+
+    async def _acquire(self, caller: Caller, target: str) -> Hold:
+        try:
+            return await self._leaser.acquire(caller.owner, caller.selector, target)
+        except (Unavailable, Conflict) as exc:
+            raise _unavailable(str(exc), exc.retry_after, "proxy_internal_response") from None
+        except StoreUnavailable:
+            raise _unavailable(
+                "the lease store is unreachable", 1, "proxy_internal_error"
+            ) from None
+
+    async def _upstream(self, caller: Caller, authority: str | None) -> tuple[Hold, Streams]:
+        """Streams to the caller's proxy (a tunnel to `authority`, or a plain connection);
+        on failure, report it and retry once on another proxy."""
+        assert caller.hold is not None
+        hold = caller.hold
+        for attempt in (1, 2):
+            try:
+                if authority is not None:
+                    streams = await open_tunnel(
+                        hold.proxy, authority, self._s.connect_timeout, self._s.max_header_bytes
+                    )
+                else:
+                    streams = await open_upstream(
+                        hold.proxy, self._s.connect_timeout, self._s.max_header_bytes
+                    )
+                return hold, streams
+            except UpstreamFailed as exc:
+                log.info(
+                    "gateway.upstream_failed",
+                    lease_id=hold.lease_id,
+                    proxy_id=hold.proxy.id,
+                    attempt=attempt,
+                    error=str(exc),
+                )
+                if attempt == 2:
+                    await self._leaser.report(hold, LeaseOutcome.FAILED, str(exc))
+                    raise _upstream_failed("the upstream proxy failed twice", str(exc)) from None
+                try:
+                    hold = await self._leaser.replace(hold, caller.selector, str(exc))
+                except (Unavailable, Conflict):
+                    caller.hold = None  # replace() ended the old lease
+                    raise _upstream_failed(
+                        "the upstream proxy failed; no other proxy available", str(exc)
+                    ) from None
+                caller.hold = hold
+        raise AssertionError("unreachable")
+
+    async def _tunnel(
+        self,
+        req: wire.RequestHead,
+        caller: Caller,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        hold, (ureader, uwriter) = await self._upstream(caller, req.authority)
+        relay = Relay(hold, writer, uwriter)
+        writer.write(wire.response(200, ids(hold)))
+        await self._relay(relay, reader, ureader, until_down=False)
+
+    async def _forward(
+        self,
+        req: wire.RequestHead,
+        caller: Caller,
+        reader: asyncio.StreamReader,
+        writer: asyncio.StreamWriter,
+    ) -> None:
+        hold, (ureader, uwriter) = await self._upstream(caller, None)
+        relay = Relay(hold, writer, uwriter)
+        uwriter.write(upstream_head(req, hold))
+        # The body (if any) goes up while the answer is awaited.
+        up = asyncio.ensure_future(pipe(reader, uwriter, relay, BYTES_UP))
+        try:
+            async with asyncio.timeout(self._s.connect_timeout + self._s.header_timeout):
+                rhead = await ureader.readuntil(b"\r\n\r\n")
+        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
+            up.cancel()
+            uwriter.transport.abort()  # the client still gets the answer below
+            await self._leaser.report(hold, LeaseOutcome.FAILED, "no response head")
+            raise Refused(
+                502, "the upstream sent no response", "upstream_failed",
+                _status("http_response_incomplete"),
+            ) from None  # fmt: skip
+        status = status_of(rhead)
+        if status == 407:
+            up.cancel()
+            uwriter.transport.abort()  # the client still gets the answer below
+            await self._leaser.report(hold, LeaseOutcome.FAILED, "upstream answered 407")
+            raise _upstream_failed("the upstream proxy refused its credentials", "407")
+        if status in self._blocked:
+            await self._leaser.report(hold, LeaseOutcome.BLOCKED, f"status {status}", req.host)
+        writer.write(with_ids(rhead, hold))
+        BYTES_DOWN.inc(len(rhead))
+        await self._relay(relay, reader, ureader, until_down=True, up=up)
+
+    async def _relay(
+        self,
+        relay: Relay,
+        creader: asyncio.StreamReader,
+        ureader: asyncio.StreamReader,
+        *,
+        until_down: bool,
+        up: asyncio.Future[None] | None = None,
+    ) -> None:
+        assert relay.upstream is not None
+        self._tunnels.add(relay)
+        TUNNELS.labels("ok").inc()
+        try:
+            if up is None:
+                up = asyncio.ensure_future(pipe(creader, relay.upstream, relay, BYTES_UP))
+            down = asyncio.ensure_future(pipe(ureader, relay.client, relay, BYTES_DOWN))
+            if until_down:
+                await down  # one request per connection: the answer's end ends it
+            else:
+                await asyncio.wait({up, down})
+        finally:
+            relay.close(relay.ended)
+            for task in (up, down) if up is not None else ():
+                task.cancel()
+            self._tunnels.remove(relay)
+            if relay.ended:
+                TUNNELS.labels("ended").inc()
+
+
+def _status(error: str, details: str = "") -> tuple[str, str]:
+    return wire.proxy_status(error, details)
+
+
+def _bad_username(message: str, param: str) -> Refused:
+    status = _status("http_request_error", f"username {param}")
+    return Refused(400, f"proxy username: {message}", "bad_request", status)
+
+
+def _unavailable(message: str, retry_after: float | None, error: str) -> Refused:
+    retry = str(max(1, math.ceil(retry_after or 1)))
+    return Refused(503, message, "unavailable", ("Retry-After", retry), _status(error, message))
+
+
+def _upstream_failed(message: str, why: str) -> Refused:
+    return Refused(502, message, "upstream_failed", _status("destination_unavailable", why))

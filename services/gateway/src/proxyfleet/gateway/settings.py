@@ -1,0 +1,104 @@
+"""Gateway settings: built once by the service host from flags/env and passed down."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.settings import option
+from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.tokens import parse_tokens
+from proxyfleet.gateway.username import MAX_SESSTIME_MINUTES
+
+
+@dataclass(frozen=True, slots=True)
+class GatewaySettings:
+    host: str = "127.0.0.1"
+    """Address the proxy endpoint listens on (0.0.0.0: every interface)."""
+    port: int = 8899
+    """Port of the proxy endpoint (0: a free one, logged at start)."""
+    client_tokens: tuple[str, ...] = option(
+        (), flag="--client-token", env_aliases=("PROXYFLEET_CLIENT_TOKENS",), repr=False
+    )
+    """The API's client tokens, each `name:secret`: a client sends the secret as its proxy
+    password; its leases are the token's, as if granted through the API. Repeatable, or
+    comma-separated."""
+    lease_ttl: float = 60.0
+    """TTL of a connection's lease, renewed while the connection is open."""
+    session_minutes: int = 10
+    """Minutes a session lives when its username names no `sesstime`."""
+    session_idle: float = 300.0
+    """Seconds a session's lease outlives its last connection; then it expires."""
+    tunnel_idle: float = 600.0
+    """Seconds a tunnel may pass no byte either way before the gateway closes it."""
+    header_timeout: float = 10.0
+    """Seconds a client has to send its request head (then 408)."""
+    connect_timeout: float = 5.0
+    """Seconds to reach the upstream proxy and get its answer to CONNECT."""
+    max_header_bytes: int = 16_384
+    """Largest request (or upstream response) head, in bytes (then 431)."""
+    blocked_statuses: str = "401,403,429"
+    """Statuses of a plain-HTTP response that report the lease `blocked` for its target
+    (comma-separated; empty: none)."""
+    cooldown: float = option(30.0, env_aliases=("PROXYFLEET_LEASE_COOLDOWN",))
+    """Seconds a released proxy rests before it can be granted again (as the API's)."""
+    max_lease_ttl: float = option(3600.0, env_aliases=("PROXYFLEET_MAX_LEASE_TTL",))
+    """Longest lease a grant or renew may get (as the API's)."""
+    ban_seconds: float = option(3600.0, env_aliases=("PROXYFLEET_BAN_SECONDS",))
+    """How long a `blocked` report bans the proxy for that target (as the API's)."""
+    max_probe_age: float = 20.0
+    """Seconds since a proxy's last good probe beyond which grants skip it (as the API's)."""
+    sweep_interval: float = 1.0
+    """Seconds between two runs of the sweeper that ends expired leases (safe beside the
+    API's own sweepers)."""
+    metrics_host: str = "127.0.0.1"
+    """Address of the /healthz, /readyz and /metrics server (0.0.0.0: every interface)."""
+    metrics_port: int = 9104
+    """Port of the /healthz, /readyz and /metrics server; 0: off."""
+
+    def __post_init__(self) -> None:
+        if not self.client_tokens:
+            raise ConfigError("no client token: pass --client-token name:secret (the API's)")
+        parse_tokens((), self.client_tokens)
+        self.blocked()
+        positive = [
+            ("--lease-ttl", self.lease_ttl),
+            ("--session-idle", self.session_idle),
+            ("--tunnel-idle", self.tunnel_idle),
+            ("--header-timeout", self.header_timeout),
+            ("--connect-timeout", self.connect_timeout),
+            ("--max-lease-ttl", self.max_lease_ttl),
+            ("--sweep-interval", self.sweep_interval),
+        ]
+        for flag, value in positive:
+            if not (math.isfinite(value) and value > 0):
+                raise ConfigError(f"{flag}: expected seconds > 0, got {value:g}")
+        for flag, value in [("--cooldown", self.cooldown), ("--ban-seconds", self.ban_seconds)]:
+            if not (math.isfinite(value) and value >= 0):
+                raise ConfigError(f"{flag}: expected seconds >= 0, got {value:g}")
+        if not 1 <= self.session_minutes <= MAX_SESSTIME_MINUTES:
+            raise ConfigError(f"--session-minutes: expected 1-{MAX_SESSTIME_MINUTES}")
+        if not 0 <= self.port <= 65535 or not 0 <= self.metrics_port <= 65535:
+            raise ConfigError("--port and --metrics-port: expected 0..65535")
+        if not 1024 <= self.max_header_bytes <= 1_048_576:
+            raise ConfigError("--max-header-bytes: expected 1024..1048576")
+
+    def blocked(self) -> frozenset[int]:
+        """The statuses in --blocked-statuses; ConfigError when one is not a status."""
+        out: set[int] = set()
+        for part in self.blocked_statuses.split(","):
+            if not (text := part.strip()):
+                continue
+            if not text.isdigit() or not 100 <= int(text) <= 599:
+                raise ConfigError(f"--blocked-statuses: {text!r} is not an HTTP status")
+            out.add(int(text))
+        return frozenset(out)
+
+    def policy(self) -> LeasePolicy:
+        return LeasePolicy(
+            cooldown=self.cooldown,
+            max_ttl=self.max_lease_ttl,
+            ban_seconds=self.ban_seconds,
+            max_probe_age=self.max_probe_age,
+        )
