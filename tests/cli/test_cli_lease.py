@@ -45,6 +45,8 @@ def test_curl_fetches_the_page_through_the_leased_proxy(
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["ok"] is True
     lease_id = _lease_of(live_api, "sq")
+    assert f"proxyfleet: leased sq (lease {lease_id}, epoch" in done.stderr
+    assert f"proxyfleet: released {lease_id}" in done.stderr
     assert _state(live_api, lease_id) == "released"
     assert not live_api.events_of("lease.reported", lease_id)
 
@@ -89,8 +91,9 @@ def test_a_failing_cmd_is_reported_failed_and_its_code_kept(cli: Cli, live_api: 
 
 def test_no_report_failures_keeps_quiet(cli: Cli, live_api: LiveApi) -> None:
     live_api.ready_proxy("p1")
-    done = cli.run("lease", "--no-report-failures", "--", "false")
+    done = cli.run("lease", "--no-report-failures", "--quiet", "--", "false")
     assert done.returncode == 1
+    assert done.stderr == ""
     lease_id = _lease_of(live_api, "p1")
     live_api.wait_for_event("lease.released", lease_id)
     assert not live_api.events_of("lease.reported", lease_id)

@@ -106,11 +106,16 @@ def test_cmd_gets_every_proxy_variable_and_the_lease() -> None:
         granted_at=1,
         proxy=LeasedProxy(id="p1", host="h", port=1, url="http://u:p@h:1"),
     )
-    env = child_env({"PATH": "/bin", "HTTPS_PROXY": "old"}, lease)
+    ours = {"PATH": "/bin", "HTTPS_PROXY": "old", "NO_PROXY": "localhost", "no_proxy": "x"}
+    env = child_env(ours, lease)
     for name in ("HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY"):
         assert env[name] == env[name.lower()] == "http://u:p@h:1"
     assert (env["PROXYFLEET_LEASE_ID"], env["PROXYFLEET_LEASE_EPOCH"]) == ("l1", "7")
     assert env["PATH"] == "/bin"
+    assert "NO_PROXY" not in env  # nothing of CMD's goes around the leased proxy
+    assert "no_proxy" not in env
+    kept = child_env(ours, lease, keep_no_proxy=True)
+    assert (kept["NO_PROXY"], kept["no_proxy"]) == ("localhost", "x")
 
 
 def test_only_signals_sent_to_us_alone_are_passed_on() -> None:

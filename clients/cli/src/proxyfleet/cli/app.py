@@ -227,13 +227,20 @@ def lease(
     report_failures: Annotated[
         bool, typer.Option(help="Report `failed` when CMD exits non-zero (not after a signal).")
     ] = True,
+    keep_no_proxy: Annotated[
+        bool, typer.Option(help="Keep NO_PROXY / no_proxy for CMD (default: dropped).")
+    ] = False,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="No leased/released lines on stderr.")
+    ] = False,
 ) -> None:
     """Run a command through a leased proxy: proxyfleet lease [OPTIONS] -- CMD [ARGS]...
 
     CMD gets HTTPS_PROXY, HTTP_PROXY, ALL_PROXY (and lower case), PROXYFLEET_LEASE_ID and
-    PROXYFLEET_LEASE_EPOCH. The lease is renewed while CMD runs, reported `failed` when it
-    exits non-zero, and released when it ends (Ctrl-C too); SIGINT, SIGTERM and SIGHUP
-    are passed on. Exits with CMD's code (128+N when signal N ended it)."""
+    PROXYFLEET_LEASE_EPOCH, and no NO_PROXY unless --keep-no-proxy. The lease is renewed
+    while CMD runs, reported `failed` when it exits non-zero, and released when it ends
+    (Ctrl-C too); SIGINT, SIGTERM and SIGHUP are passed on. Exits with CMD's code (128+N
+    when signal N ended it)."""
     try:
         labels = fmt.pairs(label, "--label")
     except ValueError as e:
@@ -248,7 +255,12 @@ def lease(
         "holder": holder or default_holder(getpass.getuser(), socket.gethostname(), command[0]),
     }
     job = runner.LeaseRun(
-        command=command, request=request, wait=wait, report_failures=report_failures
+        command=command,
+        request=request,
+        wait=wait,
+        report_failures=report_failures,
+        keep_no_proxy=keep_no_proxy,
+        quiet=quiet,
     )
     with state_of(ctx).client() as client:
         code = runner.run(client, job)

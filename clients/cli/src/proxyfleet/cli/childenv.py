@@ -16,9 +16,19 @@ SI_USER_MAX = 0
 """si_code <= 0: sent by a process (kill, sigqueue, tkill); > 0: by the kernel."""
 
 
-def child_env(base: Mapping[str, str], lease: Lease) -> dict[str, str]:
+NO_PROXY_VARIABLES = ("NO_PROXY", "no_proxy")
+"""Dropped from CMD's environment unless asked to keep them: an inherited list (often
+`localhost,127.0.0.1`) would send some of CMD's requests around the leased proxy."""
+
+
+def child_env(
+    base: Mapping[str, str], lease: Lease, *, keep_no_proxy: bool = False
+) -> dict[str, str]:
     """`base` (our environment) with the proxy variables and the lease's id and epoch."""
     env = dict(base)
+    if not keep_no_proxy:
+        for name in NO_PROXY_VARIABLES:
+            env.pop(name, None)
     for name in PROXY_VARIABLES:
         env[name] = env[name.lower()] = lease.proxy.url
     env["PROXYFLEET_LEASE_ID"] = lease.lease_id

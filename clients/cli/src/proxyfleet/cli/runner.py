@@ -76,6 +76,10 @@ class LeaseRun:
     wait: float
     """Seconds to wait for a proxy (503, or a busy named proxy) before giving up."""
     report_failures: bool = True
+    keep_no_proxy: bool = False
+    """Leave NO_PROXY / no_proxy in CMD's environment."""
+    quiet: bool = False
+    """No `leased` / `released` lines on stderr (waiting and errors still show)."""
     progress: Progress = field(default_factory=Progress)
 
 
@@ -86,6 +90,11 @@ def run(client: Client, job: LeaseRun) -> int:
             lease = _grant(client, job)
         except Interrupted as e:
             return exitcodes.for_signal(e.signum)
+        if not job.quiet:
+            job.progress.say(
+                f"proxyfleet: leased {lease.proxy.id} (lease {lease.lease_id}, epoch "
+                f"{lease.epoch}, {lease.ttl:g}s, renewed while CMD runs)"
+            )
         code: int | None = None
         try:
             with client.hold(lease, ttl=job.request.get("ttl")) as held:
@@ -95,6 +104,9 @@ def run(client: Client, job: LeaseRun) -> int:
                 raise
             # CMD's code is what the caller needs; the lease expires at its TTL anyway.
             job.progress.say(f"proxyfleet: could not release {lease.lease_id}: {message(e)}")
+            return code
+        if not job.quiet:
+            job.progress.say(f"proxyfleet: released {lease.lease_id}")
         return code
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
@@ -138,7 +150,10 @@ def _run_command(
         return exitcodes.for_signal(signum)
     try:
         pid = os.posix_spawnp(
-            job.command[0], list(job.command), child_env(os.environ, lease), setsigmask=mask
+            job.command[0],
+            list(job.command),
+            child_env(os.environ, lease, keep_no_proxy=job.keep_no_proxy),
+            setsigmask=mask,
         )
     except FileNotFoundError:
         job.progress.say(f"proxyfleet: {job.command[0]}: command not found")
