@@ -8,7 +8,7 @@ import contextlib
 import time
 import types
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import httpx
@@ -197,8 +197,9 @@ class AsyncClient:
         proxy_id: str | None = None,
         probes: bool = False,
         on_ready: Callable[[], None] | None = None,
-    ) -> AsyncIterator[Event | Probe]:
-        """The live event stream (GET /v1/events); see Client.events."""
+    ) -> AsyncGenerator[Event | Probe, None]:
+        """The live event stream (GET /v1/events); see Client.events (`aclose()` to stop
+        early)."""
         call = calls.events(types=types, proxy_id=proxy_id, probes=probes)
         timeout = httpx.Timeout(self._timeout, read=calls.EVENTS_READ_TIMEOUT)
         try:

@@ -7,7 +7,7 @@ import threading
 import time
 import types
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import httpx
@@ -193,12 +193,13 @@ class Client:
         proxy_id: str | None = None,
         probes: bool = False,
         on_ready: Callable[[], None] | None = None,
-    ) -> Iterator[Event | Probe]:
+    ) -> Generator[Event | Probe, None, None]:
         """The live event stream (GET /v1/events), until the caller stops iterating or the
         API ends it. `types`: event types or families (`proxy`, `lease.granted`);
         `probes`: probe results too. `on_ready` is called once the subscription is live
-        (what happens after it is seen). Raises ApiError for an error answer and
-        TransportError when the API cannot be reached or stays silent past keep-alives."""
+        (what happens after it is seen); `close()` the generator to stop early. Raises
+        ApiError for an error answer and TransportError when the API cannot be reached or
+        stays silent past keep-alives."""
         call = calls.events(types=types, proxy_id=proxy_id, probes=probes)
         timeout = httpx.Timeout(self._timeout, read=calls.EVENTS_READ_TIMEOUT)
         try:
