@@ -151,3 +151,13 @@ def test_login_writes_a_private_config_the_other_commands_use(cli: Cli, live_api
     wrong = cli.run("--url", live_api.url, "--token", "wrong-token-123456", "login", env=env)
     assert wrong.returncode == 3  # checked before writing: the file is unchanged
     assert tomllib.loads(cli.config.read_text())["token"] == live_api.admin_token
+
+
+def test_shell_completion_is_typers(cli: Cli) -> None:
+    script = cli.run("--show-completion", "bash")
+    assert script.returncode == 0
+    assert "_proxyfleet_completion" in script.stdout
+    env = cli.env()
+    env.update(_PROXYFLEET_COMPLETE="complete_bash", COMP_WORDS="proxyfleet lea", COMP_CWORD="1")
+    words = cli.run(env=env)
+    assert words.stdout.split() == ["lease", "leases"]

@@ -165,3 +165,22 @@ def test_a_short_lease_is_renewed_while_cmd_runs(cli: Cli, live_api: LiveApi) ->
     lease_id = _lease_of(live_api, "p1")
     assert len(live_api.events_of("lease.renewed", lease_id)) >= 2
     assert _state(live_api, lease_id) == "released"
+
+
+def test_ctrl_c_while_waiting_for_a_proxy_stops_at_once(cli: Cli, live_api: LiveApi) -> None:
+    proc = cli.start("lease", "--wait", "60", "--", "echo", "never")
+    try:
+        assert proc.stderr is not None
+        Lines(proc.stderr).wait_for("waiting for a proxy", within=30)
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(10) == 128 + signal.SIGINT
+        assert proc.stdout is not None
+        assert proc.stdout.read() == ""
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+    live_api.ready_proxy("p1")
+    time.sleep(1.5)  # a grant still pending would take the proxy now
+    with Client(live_api.url, live_api.admin_token) as client:
+        assert list(client.iter_leases()) == []
