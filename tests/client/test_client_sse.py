@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxyfleet.client import Event, Probe
+from proxyfleet.client import Event, Gap, Probe
 from proxyfleet.client.calls import events
 from proxyfleet.client.sse import READY, EventStream, SseMessage, SseParser, decode_message
 
@@ -46,6 +46,7 @@ def test_messages_decode_to_models_and_unknown_kinds_are_skipped() -> None:
         SseMessage("probe", '{"proxy_id":"p1","time":2,"ok":true,"latency_ms":12.5}')
     )
     assert probe == Probe(proxy_id="p1", time=2, ok=True, latency_ms=12.5)
+    assert decode_message(SseMessage("gap", '{"dropped": 7}')) == Gap(dropped=7)
     assert decode_message(SseMessage("something-new", "{}")) is None
 
 

@@ -18,7 +18,7 @@ from proxyfleet.cli.childenv import default_holder
 from proxyfleet.cli.config import Config, config_path, write_config
 from proxyfleet.cli.render import Format
 from proxyfleet.cli.state import State, state_of
-from proxyfleet.client import Client, Event, Forbidden, Probe
+from proxyfleet.client import Client, Event, Forbidden, Gap, Probe
 
 app = typer.Typer(
     name="proxyfleet",
@@ -152,7 +152,8 @@ def events(
 ) -> None:
     """Tail the live event stream until Ctrl-C.
 
-    `-o json`: one JSON object a line (probes carry "type": "probe")."""
+    `-o json`: one JSON object a line (probes carry "type": "probe", and "type": "gap"
+    says events were dropped for a slow reader)."""
     with state_of(ctx).client() as client:
         stream = client.events(
             types=type_ or (),
@@ -162,9 +163,11 @@ def events(
         )
         try:
             for item in stream:
+                if isinstance(item, Gap):
+                    render.note(f"proxyfleet: {item.dropped} events dropped (a slow reader)")
                 if output is Format.json:
                     render.emit_json_line(_json_of(item))
-                else:
+                elif not isinstance(item, Gap):
                     render.line(_line_of(item))
         except KeyboardInterrupt:
             raise typer.Exit(exitcodes.for_signal(signal.SIGINT)) from None
@@ -172,9 +175,10 @@ def events(
     raise typer.Exit(exitcodes.UNREACHABLE)
 
 
-def _json_of(item: Event | Probe) -> object:
-    if isinstance(item, Probe):
-        return {"type": "probe", **{f: getattr(item, f) for f in item.__struct_fields__}}
+def _json_of(item: Event | Probe | Gap) -> object:
+    if isinstance(item, Probe | Gap):
+        kind = "probe" if isinstance(item, Probe) else "gap"
+        return {"type": kind, **{f: getattr(item, f) for f in item.__struct_fields__}}
     return item
 
 

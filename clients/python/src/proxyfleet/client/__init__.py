@@ -26,6 +26,7 @@ from proxyfleet.client.errors import (
 from proxyfleet.client.models import (
     Event,
     EventData,
+    Gap,
     Lease,
     LeasedProxy,
     LeasePage,
@@ -50,6 +51,7 @@ __all__ = [
     "Event",
     "EventData",
     "Forbidden",
+    "Gap",
     "HeldLease",
     "Lease",
     "LeasePage",

@@ -19,6 +19,7 @@ from proxyfleet.client.errors import ApiError, TransportError, api_error
 from proxyfleet.client.handle import LeaseHandle, LeaseView, lease_ended
 from proxyfleet.client.models import (
     Event,
+    Gap,
     Lease,
     LeasePage,
     LeaseState,
@@ -197,7 +198,7 @@ class AsyncClient:
         proxy_id: str | None = None,
         probes: bool = False,
         on_ready: Callable[[], None] | None = None,
-    ) -> AsyncGenerator[Event | Probe, None]:
+    ) -> AsyncGenerator[Event | Probe | Gap, None]:
         """The live event stream (GET /v1/events); see Client.events (`aclose()` to stop
         early)."""
         call = calls.events(types=types, proxy_id=proxy_id, probes=probes)
@@ -222,7 +223,7 @@ class AsyncClient:
                     if item == READY:
                         if on_ready is not None:
                             on_ready()
-                    elif isinstance(item, Event | Probe):
+                    elif isinstance(item, Event | Probe | Gap):
                         yield item
         except httpx.TransportError as e:
             raise TransportError(f"{call.method} {call.path}: {e!r}") from e

@@ -170,3 +170,10 @@ class Probe(msgspec.Struct, kw_only=True):
     latency_ms: float = 0.0
     error: str = ""
     egress_ip: str = ""
+
+
+class Gap(msgspec.Struct, kw_only=True):
+    """The API dropped events this reader was too slow to take (GET /v1/events): refetch
+    what matters (list_proxies, list_leases)."""
+
+    dropped: int = 0

@@ -7,11 +7,12 @@ from dataclasses import dataclass, field
 
 import msgspec
 
-from proxyfleet.client.models import Event, Probe
+from proxyfleet.client.models import Event, Gap, Probe
 
 READY = "ready"
 """The event type of the stream's first message: the subscription is live."""
 PROBE = "probe"
+GAP = "gap"
 
 
 @dataclass(frozen=True)
@@ -56,22 +57,25 @@ class SseParser:
 @dataclass
 class EventStream:
     """The lines of GET /v1/events in, its items out: `item(line)` is an Event, a Probe,
-    READY once, or None (the line completed nothing, or a kind this client skips)."""
+    a Gap, READY once, or None (the line completed nothing, or a kind this client skips)."""
 
     parser: SseParser = field(default_factory=SseParser)
 
-    def item(self, line: str) -> Event | Probe | str | None:
+    def item(self, line: str) -> Event | Probe | Gap | str | None:
         message = self.parser.feed(line)
         return None if message is None else decode_message(message)
 
 
-def decode_message(message: SseMessage) -> Event | Probe | str | None:
-    """An Event, a Probe, READY for the first message, None for a kind this client does
-    not know (a newer server's: skipped rather than failing the stream)."""
+def decode_message(message: SseMessage) -> Event | Probe | Gap | str | None:
+    """An Event, a Probe, a Gap (events dropped for a slow reader), READY for the first
+    message, None for a kind this client does not know (a newer server's: skipped rather
+    than failing the stream)."""
     if message.event == READY:
         return READY
     if message.event == PROBE:
         return msgspec.json.decode(message.data, type=Probe)
+    if message.event == GAP:
+        return msgspec.json.decode(message.data, type=Gap)
     if "." in message.event:  # proxy.ready, lease.granted, ...
         return msgspec.json.decode(message.data, type=Event)
     return None

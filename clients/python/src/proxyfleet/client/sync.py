@@ -18,6 +18,7 @@ from proxyfleet.client.errors import ApiError, TransportError, api_error
 from proxyfleet.client.handle import LeaseHandle, LeaseView, lease_ended
 from proxyfleet.client.models import (
     Event,
+    Gap,
     Lease,
     LeasePage,
     LeaseState,
@@ -193,13 +194,14 @@ class Client:
         proxy_id: str | None = None,
         probes: bool = False,
         on_ready: Callable[[], None] | None = None,
-    ) -> Generator[Event | Probe, None, None]:
+    ) -> Generator[Event | Probe | Gap, None, None]:
         """The live event stream (GET /v1/events), until the caller stops iterating or the
         API ends it. `types`: event types or families (`proxy`, `lease.granted`);
-        `probes`: probe results too. `on_ready` is called once the subscription is live
-        (what happens after it is seen); `close()` the generator to stop early. Raises
-        ApiError for an error answer and TransportError when the API cannot be reached or
-        stays silent past keep-alives."""
+        `probes`: probe results too. A Gap says events were dropped (a slow reader).
+        `on_ready` is called once the subscription is live (what happens after it is
+        seen); `close()` the generator to stop early. Raises ApiError for an error answer
+        and TransportError when the API cannot be reached or stays silent past
+        keep-alives."""
         call = calls.events(types=types, proxy_id=proxy_id, probes=probes)
         timeout = httpx.Timeout(self._timeout, read=calls.EVENTS_READ_TIMEOUT)
         try:
@@ -222,7 +224,7 @@ class Client:
                     if item == READY:
                         if on_ready is not None:
                             on_ready()
-                    elif isinstance(item, Event | Probe):
+                    elif isinstance(item, Event | Probe | Gap):
                         yield item
         except httpx.TransportError as e:
             raise TransportError(f"{call.method} {call.path}: {e!r}") from e
