@@ -17,6 +17,7 @@ MODEL_OF_SCHEMA: dict[str, type[msgspec.Struct]] = {
     "GrantedLease": models.Lease,
     "LeasedProxy": models.LeasedProxy,
     "LeaseOut": models.LeaseState,
+    "LeasePage": models.LeasePage,
     "RenewedLease": models.RenewedLease,
     "ReportedLease": models.ReportedLease,
     "ReleasedLease": models.ReleasedLease,

@@ -116,3 +116,39 @@ def test_url_and_token_from_the_environment(
     monkeypatch.setenv("PROXYFLEET_TOKEN", live_api.client_token)
     with Client() as client:
         assert client.list_providers()
+
+
+def test_leases_listed_soonest_expiry_first_page_by_page(live_api: LiveApi) -> None:
+    for pid in ("p1", "p2", "p3"):
+        live_api.ready_proxy(pid)
+    with Client(live_api.url, live_api.client_token) as client:
+        granted = [client.grant_lease(ttl=ttl) for ttl in (90, 30, 60)]
+        page = client.list_leases(limit=2)
+        assert len(page.items) == 2
+        assert page.next_cursor
+        every = list(client.iter_leases(limit=1))
+        assert [x.lease_id for x in every] == [granted[i].lease_id for i in (1, 2, 0)]
+        assert all(x.state == "active" for x in every)
+        one = client.list_leases(proxy_id=granted[0].proxy.id).items
+        assert [x.lease_id for x in one] == [granted[0].lease_id]
+        client.release_lease(granted[1].lease_id, granted[1].epoch)
+        assert len(list(client.iter_leases())) == 2
+    with Client(live_api.url, live_api.admin_token) as admin:
+        assert len(list(admin.iter_leases())) == 2  # an admin sees the client's too
+
+
+def test_a_grant_retried_with_its_idempotency_key_returns_the_same_lease(
+    live_api: LiveApi,
+) -> None:
+    live_api.ready_proxy("p1")
+    live_api.ready_proxy("p2")
+    with Client(live_api.url, live_api.client_token) as client:
+        first = client.grant_lease(ttl=60, idempotency_key="retry-me")
+        again = client.grant_lease(ttl=60, idempotency_key="retry-me")
+        assert (again.lease_id, again.epoch, again.proxy.url) == (
+            first.lease_id,
+            first.epoch,
+            first.proxy.url,
+        )
+        other = client.grant_lease(ttl=60)
+        assert other.lease_id != first.lease_id

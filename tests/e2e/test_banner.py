@@ -51,3 +51,16 @@ def test_without_a_lease_the_page_is_not_fetched_directly(stack: Stack) -> None:
     assert done.returncode != 0
     assert "no lease was granted" in done.stderr
     assert '{"ok"' not in done.stdout
+
+
+def test_the_first_thing_to_try_is_proxyfleet_lease(stack: Stack) -> None:
+    """The CLI's lines come before the curl ones, and the env file gives the CLI its API
+    and token (tests/e2e/test_first_minutes.py runs them after a real `make run`)."""
+    env_file = write_env_file(stack, stack.opts.base_dir)
+    text = banner(stack, stack.opts.base_dir, "squid", env_file, cli="proxyfleet")
+    lease_line = 'proxyfleet lease -- curl -sf --cacert "$CA" "$TARGET"'
+    assert text.index(lease_line) < text.index('curl -sf -X POST "$PF/v1/proxies"')
+    assert "proxyfleet events" in text
+    exports = env_file.read_text()
+    assert f"export PROXYFLEET_URL={stack.api_url}\n" in exports
+    assert f"export PROXYFLEET_TOKEN={stack.client_token}\n" in exports

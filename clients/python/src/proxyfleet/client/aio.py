@@ -8,7 +8,7 @@ import contextlib
 import time
 import types
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 import httpx
@@ -18,8 +18,12 @@ from proxyfleet.client.calls import DEFAULT_MAX_WAIT, DEFAULT_TIMEOUT, Call
 from proxyfleet.client.errors import ApiError, TransportError, api_error
 from proxyfleet.client.handle import LeaseHandle, LeaseView, lease_ended
 from proxyfleet.client.models import (
+    Event,
+    Gap,
     Lease,
+    LeasePage,
     LeaseState,
+    Probe,
     Provider,
     Proxy,
     ProxyPage,
@@ -27,6 +31,7 @@ from proxyfleet.client.models import (
     RenewedLease,
     ReportedLease,
 )
+from proxyfleet.client.sse import READY, EventStream
 
 T = TypeVar("T")
 
@@ -47,6 +52,7 @@ class AsyncClient:
     ) -> None:
         base_url, token = calls.base_url_and_token(url, token)
         self.max_wait = max_wait
+        self._timeout = timeout
         self._http = httpx.AsyncClient(
             base_url=base_url,
             headers=calls.headers_for(token),
@@ -94,13 +100,19 @@ class AsyncClient:
         """One page; filters: provider, zone, phase, labels (dict), cursor, limit."""
         return await self.call(calls.list_proxies(**filters))
 
-    async def iter_proxies(self, **filters: Any) -> AsyncIterator[Proxy]:
+    def iter_proxies(self, **filters: Any) -> AsyncIterator[Proxy]:
         """Every proxy matching the filters, following `next_cursor` page by page."""
+        return self._follow(self.list_proxies, filters)
+
+    async def _follow(
+        self, list_page: Callable[..., Awaitable[Any]], filters: dict[str, Any]
+    ) -> AsyncIterator[Any]:
+        """The items of every page `list_page` returns, from filters' cursor on."""
         cursor: str | None = filters.pop("cursor", None)
         while True:
-            page = await self.list_proxies(cursor=cursor, **filters)
-            for proxy in page.items:
-                yield proxy
+            page = await list_page(cursor=cursor, **filters)
+            for item in page.items:
+                yield item
             if not page.next_cursor:
                 return
             cursor = page.next_cursor
@@ -127,6 +139,15 @@ class AsyncClient:
         grants ignores it."""
         request.setdefault("idempotency_key", str(uuid.uuid4()))
         return await self.call(calls.grant_lease(**request), max_wait=max_wait)
+
+    async def list_leases(self, **filters: Any) -> LeasePage:
+        """One page of active leases, soonest expiry first; filters: proxy_id, cursor,
+        limit. A client token sees its own leases, an admin token every one."""
+        return await self.call(calls.list_leases(**filters))
+
+    def iter_leases(self, **filters: Any) -> AsyncIterator[LeaseState]:
+        """Every active lease matching the filters, page by page."""
+        return self._follow(self.list_leases, filters)
 
     async def get_lease(self, lease_id: str) -> LeaseState:
         return await self.call(calls.get_lease(lease_id))
@@ -158,10 +179,54 @@ class AsyncClient:
         task, reported `failed` if the block raises, released on exit."""
         return AsyncHeldLease(self, ttl=ttl, max_wait=max_wait, selector=selector)
 
+    def hold(self, lease: Lease, *, ttl: float | None = None) -> AsyncHeldLease:
+        """`async with client.hold(lease):` — like `lease()` for a lease granted already
+        (grant_lease): renewed in the background, released on exit."""
+        return AsyncHeldLease(self, ttl=ttl, max_wait=None, selector={}, granted=lease)
+
     # ---- providers -------------------------------------------------------------------
 
     async def list_providers(self) -> list[Provider]:
         return (await self.call(calls.list_providers())).items
+
+    # ---- events ----------------------------------------------------------------------
+
+    async def events(
+        self,
+        *,
+        types: Sequence[str] = (),
+        proxy_id: str | None = None,
+        probes: bool = False,
+        on_ready: Callable[[], None] | None = None,
+    ) -> AsyncGenerator[Event | Probe | Gap, None]:
+        """The live event stream (GET /v1/events); see Client.events (`aclose()` to stop
+        early)."""
+        call = calls.events(types=types, proxy_id=proxy_id, probes=probes)
+        timeout = httpx.Timeout(self._timeout, read=calls.EVENTS_READ_TIMEOUT)
+        try:
+            async with self._http.stream(
+                call.method,
+                call.path,
+                params=call.params,
+                headers=dict(call.headers),
+                timeout=timeout,
+            ) as response:
+                if not response.is_success:
+                    raise api_error(
+                        response.status_code,
+                        await response.aread(),
+                        response.headers.get("Retry-After"),
+                    )
+                stream = EventStream()
+                async for line in response.aiter_lines():
+                    item = stream.item(line)
+                    if item == READY:
+                        if on_ready is not None:
+                            on_ready()
+                    elif isinstance(item, Event | Probe | Gap):
+                        yield item
+        except httpx.TransportError as e:
+            raise TransportError(f"{call.method} {call.path}: {e!r}") from e
 
 
 class AsyncHeldLease(LeaseView):
@@ -175,8 +240,10 @@ class AsyncHeldLease(LeaseView):
         ttl: float | None,
         max_wait: float | None,
         selector: Mapping[str, Any],
+        granted: Lease | None = None,
     ) -> None:
         self._client = client
+        self._granted = granted
         self._ttl = ttl
         self._max_wait = max_wait
         self._selector = dict(selector)
@@ -187,7 +254,7 @@ class AsyncHeldLease(LeaseView):
         self._renewer: asyncio.Task[None] | None = None
 
     async def __aenter__(self) -> AsyncHeldLease:
-        lease = await self._client.grant_lease(
+        lease = self._granted or await self._client.grant_lease(
             ttl=self._ttl, max_wait=self._max_wait, **self._selector
         )
         self._handle = LeaseHandle(lease, self._ttl)

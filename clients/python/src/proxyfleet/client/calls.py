@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import os
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -14,6 +14,7 @@ import msgspec
 from proxyfleet.client.errors import ApiError, Conflict, Unavailable
 from proxyfleet.client.models import (
     Lease,
+    LeasePage,
     LeaseState,
     ProviderList,
     Proxy,
@@ -32,6 +33,9 @@ DEFAULT_MAX_WAIT = 30.0
 """Seconds a call may spend waiting out 503s (and 409s with Retry-After) before it raises."""
 DEFAULT_RETRY_AFTER = 1.0
 """Wait before retrying a 503 that named no Retry-After."""
+EVENTS_READ_TIMEOUT = 60.0
+"""Seconds the event stream may stay silent before the client gives up on it: the API
+sends a keep-alive comment every 15 s."""
 OUTCOMES = ("ok", "blocked", "failed")
 Param = tuple[str, str | int | float | bool | None]
 """A query parameter (repeatable: a list of them, not a dict)."""
@@ -96,7 +100,9 @@ def list_proxies(
     labels: Mapping[str, str] | None = None,
     cursor: str | None = None,
     limit: int | None = None,
+    include_deleted: bool = False,
 ) -> Call[ProxyPage]:
+    """Deleted proxies are left out unless `include_deleted` (or phase="deleted")."""
     params: list[Param] = [
         (k, v)
         for k, v in (
@@ -105,6 +111,7 @@ def list_proxies(
             ("phase", phase),
             ("cursor", cursor),
             ("limit", limit),
+            ("include_deleted", "true" if include_deleted else None),
         )
         if v is not None and v != ""
     ]
@@ -169,6 +176,17 @@ def grant_lease(
     return Call("POST", "/v1/leases", Lease, body=body, headers={"Idempotency-Key": key})
 
 
+def list_leases(
+    *, proxy_id: str | None = None, cursor: str | None = None, limit: int | None = None
+) -> Call[LeasePage]:
+    params: list[Param] = [
+        (k, v)
+        for k, v in (("proxy_id", proxy_id), ("cursor", cursor), ("limit", limit))
+        if v is not None and v != ""
+    ]
+    return Call("GET", "/v1/leases", LeasePage, params=params)
+
+
 def get_lease(lease_id: str) -> Call[LeaseState]:
     return Call("GET", f"/v1/leases/{lease_id}", LeaseState)
 
@@ -193,3 +211,18 @@ def release_lease(lease_id: str, epoch: int) -> Call[ReleasedLease]:
 
 def list_providers() -> Call[ProviderList]:
     return Call("GET", "/v1/providers", ProviderList)
+
+
+def events(
+    *, types: Sequence[str] = (), proxy_id: str | None = None, probes: bool = False
+) -> Call[None]:
+    """GET /v1/events: `types` are event types (proxy.ready) or families (proxy, lease).
+    Its answer is a stream, read line by line (`sse`), never decoded whole."""
+    params: list[Param] = [("type", t) for t in types]
+    if proxy_id:
+        params.append(("proxy_id", proxy_id))
+    if probes:
+        params.append(("probes", "true"))
+    return Call(
+        "GET", "/v1/events", type(None), params=params, headers={"Accept": "text/event-stream"}
+    )

@@ -87,6 +87,14 @@ class LeaseState(msgspec.Struct, kw_only=True):
     reason: str = ""
 
 
+class LeasePage(msgspec.Struct, kw_only=True):
+    """GET /v1/leases: active leases, soonest expiry first."""
+
+    items: list[LeaseState]
+    next_cursor: str | None = None
+    """Pass as `cursor` for the next page; None on the last page."""
+
+
 class RenewedLease(msgspec.Struct, kw_only=True):
     lease_id: str
     proxy_id: str
@@ -120,3 +128,52 @@ class Provider(msgspec.Struct, kw_only=True):
 
 class ProviderList(msgspec.Struct, kw_only=True):
     items: list[Provider]
+
+
+class EventData(msgspec.Struct, kw_only=True):
+    """What an event says besides its envelope; only the fields of its kind are set.
+    proxy.*: `from_` (previous phase), `gen`, `reason`; lease.*: `epoch`; granted:
+    `holder`, `target`, `expires_at`, `client`; renewed: `expires_at`; reported:
+    `outcome`, `target`; revoked: `reason`."""
+
+    from_: str | None = msgspec.field(default=None, name="from")
+    gen: int | None = None
+    reason: str | None = None
+    epoch: int | None = None
+    holder: str | None = None
+    target: str | None = None
+    expires_at: float | None = None
+    outcome: str | None = None
+    client: str | None = None
+
+
+class Event(msgspec.Struct, kw_only=True):
+    """A lifecycle or lease event from GET /v1/events, exactly as published on NATS."""
+
+    type: str
+    """e.g. proxy.ready, lease.granted."""
+    id: str
+    time: float
+    proxy_id: str
+    schema_version: int = 1
+    lease_id: str = ""
+    provider: str = ""
+    data: EventData = msgspec.field(default_factory=EventData)
+
+
+class Probe(msgspec.Struct, kw_only=True):
+    """One health probe result (GET /v1/events with probes=true)."""
+
+    proxy_id: str
+    time: float
+    ok: bool
+    latency_ms: float = 0.0
+    error: str = ""
+    egress_ip: str = ""
+
+
+class Gap(msgspec.Struct, kw_only=True):
+    """The API dropped events this reader was too slow to take (GET /v1/events): refetch
+    what matters (list_proxies, list_leases)."""
+
+    dropped: int = 0

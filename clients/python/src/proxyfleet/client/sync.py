@@ -7,7 +7,7 @@ import threading
 import time
 import types
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
 from typing import Any, TypeVar
 
 import httpx
@@ -17,8 +17,12 @@ from proxyfleet.client.calls import DEFAULT_MAX_WAIT, DEFAULT_TIMEOUT, Call
 from proxyfleet.client.errors import ApiError, TransportError, api_error
 from proxyfleet.client.handle import LeaseHandle, LeaseView, lease_ended
 from proxyfleet.client.models import (
+    Event,
+    Gap,
     Lease,
+    LeasePage,
     LeaseState,
+    Probe,
     Provider,
     Proxy,
     ProxyPage,
@@ -26,6 +30,7 @@ from proxyfleet.client.models import (
     RenewedLease,
     ReportedLease,
 )
+from proxyfleet.client.sse import READY, EventStream
 
 T = TypeVar("T")
 
@@ -46,6 +51,7 @@ class Client:
     ) -> None:
         base_url, token = calls.base_url_and_token(url, token)
         self.max_wait = max_wait
+        self._timeout = timeout
         self._http = httpx.Client(
             base_url=base_url,
             headers=calls.headers_for(token),
@@ -95,9 +101,13 @@ class Client:
 
     def iter_proxies(self, **filters: Any) -> Iterator[Proxy]:
         """Every proxy matching the filters, following `next_cursor` page by page."""
+        return self._follow(self.list_proxies, filters)
+
+    def _follow(self, list_page: Callable[..., Any], filters: dict[str, Any]) -> Iterator[Any]:
+        """The items of every page `list_page` returns, from filters' cursor on."""
         cursor: str | None = filters.pop("cursor", None)
         while True:
-            page = self.list_proxies(cursor=cursor, **filters)
+            page = list_page(cursor=cursor, **filters)
             yield from page.items
             if not page.next_cursor:
                 return
@@ -125,6 +135,15 @@ class Client:
         grants ignores it."""
         request.setdefault("idempotency_key", str(uuid.uuid4()))
         return self.call(calls.grant_lease(**request), max_wait=max_wait)
+
+    def list_leases(self, **filters: Any) -> LeasePage:
+        """One page of active leases, soonest expiry first; filters: proxy_id, cursor,
+        limit. A client token sees its own leases, an admin token every one."""
+        return self.call(calls.list_leases(**filters))
+
+    def iter_leases(self, **filters: Any) -> Iterator[LeaseState]:
+        """Every active lease matching the filters, page by page."""
+        return self._follow(self.list_leases, filters)
 
     def get_lease(self, lease_id: str) -> LeaseState:
         return self.call(calls.get_lease(lease_id))
@@ -156,10 +175,59 @@ class Client:
         thread, reported `failed` if the block raises, released on exit."""
         return HeldLease(self, ttl=ttl, max_wait=max_wait, selector=selector)
 
+    def hold(self, lease: Lease, *, ttl: float | None = None) -> HeldLease:
+        """`with client.hold(lease):` — like `lease()` for a lease granted already
+        (grant_lease): renewed in the background, released on exit."""
+        return HeldLease(self, ttl=ttl, max_wait=None, selector={}, granted=lease)
+
     # ---- providers -------------------------------------------------------------------
 
     def list_providers(self) -> list[Provider]:
         return self.call(calls.list_providers()).items
+
+    # ---- events ----------------------------------------------------------------------
+
+    def events(
+        self,
+        *,
+        types: Sequence[str] = (),
+        proxy_id: str | None = None,
+        probes: bool = False,
+        on_ready: Callable[[], None] | None = None,
+    ) -> Generator[Event | Probe | Gap, None, None]:
+        """The live event stream (GET /v1/events), until the caller stops iterating or the
+        API ends it. `types`: event types or families (`proxy`, `lease.granted`);
+        `probes`: probe results too. A Gap says events were dropped (a slow reader).
+        `on_ready` is called once the subscription is live (what happens after it is
+        seen); `close()` the generator to stop early. Raises ApiError for an error answer
+        and TransportError when the API cannot be reached or stays silent past
+        keep-alives."""
+        call = calls.events(types=types, proxy_id=proxy_id, probes=probes)
+        timeout = httpx.Timeout(self._timeout, read=calls.EVENTS_READ_TIMEOUT)
+        try:
+            with self._http.stream(
+                call.method,
+                call.path,
+                params=call.params,
+                headers=dict(call.headers),
+                timeout=timeout,
+            ) as response:
+                if not response.is_success:
+                    raise api_error(
+                        response.status_code,
+                        response.read(),
+                        response.headers.get("Retry-After"),
+                    )
+                stream = EventStream()
+                for line in response.iter_lines():
+                    item = stream.item(line)
+                    if item == READY:
+                        if on_ready is not None:
+                            on_ready()
+                    elif isinstance(item, Event | Probe | Gap):
+                        yield item
+        except httpx.TransportError as e:
+            raise TransportError(f"{call.method} {call.path}: {e!r}") from e
 
 
 class HeldLease(LeaseView):
@@ -173,8 +241,10 @@ class HeldLease(LeaseView):
         ttl: float | None,
         max_wait: float | None,
         selector: Mapping[str, Any],
+        granted: Lease | None = None,
     ) -> None:
         self._client = client
+        self._granted = granted
         self._ttl = ttl
         self._max_wait = max_wait
         self._selector = dict(selector)
@@ -185,7 +255,9 @@ class HeldLease(LeaseView):
         self._renewer: threading.Thread | None = None
 
     def __enter__(self) -> HeldLease:
-        lease = self._client.grant_lease(ttl=self._ttl, max_wait=self._max_wait, **self._selector)
+        lease = self._granted or self._client.grant_lease(
+            ttl=self._ttl, max_wait=self._max_wait, **self._selector
+        )
         self._handle = LeaseHandle(lease, self._ttl)
         self._renewer = threading.Thread(
             target=self._renew_until_stopped, name=f"renew-{lease.lease_id}", daemon=True

@@ -1,15 +1,19 @@
 """What `make run` tells a new user: the banner, the copy-and-paste commands in it, and
 the env file those commands source (`.dev/stack.env`, the URLs and dev tokens chosen).
 
-The commands fail loudly: the grant is retried while the API answers 503 (no proxy ready
-yet, right after `make run`), and the page is fetched only through the leased proxy —
-never directly when no lease came back (`curl --proxy ""` would go direct).
+The first commands use the `proxyfleet` CLI (`proxyfleet lease -- curl ...`); the curl
+ones after them do the same by hand. Those fail loudly: the grant is retried while the
+API answers 503 (no proxy ready yet, right after `make run`), and the page is fetched
+only through the leased proxy — never directly when no lease came back (`curl --proxy
+""` would go direct).
 """
 
 from __future__ import annotations
 
 import os
 import shlex
+import shutil
+import sys
 from pathlib import Path
 
 from proxyfleet.devstack.stack import ADMIN_NAME, CLIENT_NAME, Stack
@@ -28,6 +32,9 @@ def env_text(stack: Stack) -> str:
         "REDIS_URL": stack.redis_url,
         "TARGET": stack.target_url,
         "CA": str(Path(stack.ca_file).resolve()),
+        # What the `proxyfleet` command reads: the API and the client token.
+        "PROXYFLEET_URL": stack.api_url,
+        "PROXYFLEET_TOKEN": stack.client_token,
     }
     lines = [
         "# Written by `make run` (proxyfleet-dev run): what it chose. Dev tokens: keep private."
@@ -44,6 +51,28 @@ def write_env_file(stack: Stack, base_dir: Path) -> Path:
         f.write(env_text(stack))
     path.chmod(0o600)
     return path
+
+
+def cli_command() -> str:
+    """How to call the `proxyfleet` command this dev stack was installed with: its name
+    when PATH finds that one, else its path (relative to here when it is below)."""
+    script = Path(sys.executable).parent / "proxyfleet"
+    found = shutil.which("proxyfleet")
+    if found and Path(found).resolve() == script.resolve():
+        return "proxyfleet"
+    try:
+        return str(script.relative_to(Path.cwd()))
+    except ValueError:
+        return str(script)
+
+
+def cli_copy_paste(env_file: Path, cli: str) -> str:
+    """The first thing to try: three proxies, then curl run through a leased one by
+    `proxyfleet lease` (which waits for a ready proxy and releases it afterwards)."""
+    pf = shlex.quote(cli)
+    return f"""source {shlex.quote(str(env_file))}   # also PROXYFLEET_URL, PROXYFLEET_TOKEN
+{pf} --token "$ADMIN" proxies create --provider local -n 3
+{pf} lease -- curl -sf --cacert "$CA" "$TARGET"   # waits for a ready proxy"""
 
 
 def copy_paste(env_file: Path) -> str:
@@ -67,13 +96,21 @@ curl -sf -X POST "$PF/v1/leases/$LEASE/release" -H "Authorization: Bearer $CLIEN
      -H 'content-type: application/json' -d "{{\\"epoch\\": $EPOCH}}"; echo"""
 
 
-def banner(stack: Stack, base_dir: Path, engine: str, env_file: Path) -> str:
-    indented = "\n".join(f"   {line}" for line in copy_paste(env_file).splitlines())
+def _indent(text: str) -> str:
+    return "\n".join(f"   {line}" for line in text.splitlines())
+
+
+def banner(
+    stack: Stack, base_dir: Path, engine: str, env_file: Path, cli: str | None = None
+) -> str:
+    cli = cli or cli_command()
+    first = _indent(cli_copy_paste(env_file, cli))
+    indented = _indent(copy_paste(env_file))
     return f"""
 ================================================================================
  Proxyfleet is running (local provider, {engine} proxies)
    API        {stack.api_url}        OpenAPI: {stack.api_url}/schema
-   NATS       {stack.nats_url}    events: proxyfleet.events.>
+   NATS       {stack.nats_url}    events: proxyfleet events (or proxyfleet.events.>)
    Redis      {stack.redis_url}
    target     {stack.target_url}   (local HTTPS test site, CA {stack.ca_file})
    logs       {base_dir}/logs/
@@ -81,7 +118,11 @@ def banner(stack: Stack, base_dir: Path, engine: str, env_file: Path) -> str:
    all that   {env_file} (URLs and tokens as shell exports)
    cooldown   {stack.opts.cooldown:g} s after a release (dev stack; the API's default is 30 s)
 
- Copy and paste (bash):
+ Try it (bash): a page through a leased proxy
+{first}
+   # then: {cli} status; {cli} events (live); {cli} --help
+
+ Or with curl alone (the same, step by step):
 {indented}
 
 {gateway_hint(stack, env_file)}

@@ -1,0 +1,158 @@
+"""`proxyfleet proxies ls|get|create|rm` (an admin token)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from proxyfleet.cli import fmt, render
+from proxyfleet.cli.render import Format
+from proxyfleet.cli.state import state_of
+from proxyfleet.client import Proxy
+
+app = typer.Typer(help="Proxies: list, show, create, delete (an admin token).")
+
+Output = Annotated[Format, typer.Option("--output", "-o", help="table or json.")]
+COLUMNS = ("ID", "PROVIDER", "ZONE", "PHASE", "LEASED", "AGE", "LATENCY", "EGRESS IP", "REASON")
+
+
+def _row(p: Proxy) -> list[str]:
+    latency = f"{p.latency_ms:.0f} ms" if p.last_probe_at else "-"
+    leased = f"yes (epoch {p.epoch})" if p.leased else "no"
+    return [
+        p.id,
+        p.provider,
+        p.zone,
+        p.phase,
+        leased,
+        fmt.age(p.created_at),
+        latency,
+        p.egress_ip or "-",
+        p.reason,
+    ]
+
+
+@app.command("ls")
+def list_(
+    ctx: typer.Context,
+    provider: Annotated[str | None, typer.Option(help="Only this provider's.")] = None,
+    zone: Annotated[str | None, typer.Option(help="Only this zone's.")] = None,
+    phase: Annotated[str | None, typer.Option(help="Only proxies in this phase.")] = None,
+    label: Annotated[
+        list[str] | None, typer.Option("--label", "-l", help="KEY=VALUE (repeatable).")
+    ] = None,
+    include_deleted: Annotated[bool, typer.Option(help="Deleted proxies too.")] = False,
+    limit: Annotated[int | None, typer.Option(help="At most this many.", min=1)] = None,
+    output: Output = Format.table,
+) -> None:
+    """List proxies (every page), in creation order."""
+    labels = _pairs(label, "--label")
+    with state_of(ctx).client() as client:
+        found: list[Proxy] = []
+        for proxy in client.iter_proxies(
+            provider=provider,
+            zone=zone,
+            phase=phase,
+            labels=labels,
+            include_deleted=include_deleted,
+        ):
+            found.append(proxy)
+            if limit is not None and len(found) >= limit:
+                break
+    if output is Format.json:
+        render.emit_json(found)
+    else:
+        render.table(COLUMNS, [_row(p) for p in found])
+
+
+@app.command()
+def get(
+    ctx: typer.Context,
+    proxy_id: Annotated[str, typer.Argument(metavar="ID")],
+    output: Output = Format.table,
+) -> None:
+    """Show one proxy."""
+    with state_of(ctx).client() as client:
+        proxy = client.get_proxy(proxy_id)
+    if output is Format.json:
+        render.emit_json(proxy)
+        return
+    rows = [
+        ["id", proxy.id],
+        ["provider", proxy.provider],
+        ["zone", proxy.zone],
+        ["phase", proxy.phase + (f" ({proxy.reason})" if proxy.reason else "")],
+        ["address", f"{proxy.host}:{proxy.port}" if proxy.host else "-"],
+        ["leased", f"yes: {proxy.lease_id} (epoch {proxy.epoch})" if proxy.leased else "no"],
+        ["labels", ", ".join(f"{k}={v}" for k, v in proxy.labels.items()) or "-"],
+        ["age", fmt.age(proxy.created_at)],
+        ["last probe", _probe(proxy)],
+        ["egress ip", proxy.egress_ip or "-"],
+    ]
+    render.table(("FIELD", "VALUE"), rows)
+
+
+def _probe(p: Proxy) -> str:
+    if not p.last_probe_at:
+        return "none yet"
+    result = f"{p.latency_ms:.0f} ms" if not p.last_probe_error else p.last_probe_error
+    return f"{fmt.age(p.last_probe_at)} ago: {result}"
+
+
+@app.command()
+def create(
+    ctx: typer.Context,
+    provider: Annotated[str, typer.Option(help="A provider name (`proxyfleet status`).")],
+    count: Annotated[int, typer.Option("--count", "-n", min=1, max=1000)] = 1,
+    zone: Annotated[str | None, typer.Option(help="Default: spread by the API.")] = None,
+    label: Annotated[
+        list[str] | None, typer.Option("--label", "-l", help="KEY=VALUE (repeatable).")
+    ] = None,
+    placement: Annotated[
+        list[str] | None, typer.Option(help="KEY=VALUE, provider-specific (repeatable).")
+    ] = None,
+    idempotency_key: Annotated[
+        str | None, typer.Option(help="Retrying with the same key creates nothing more.")
+    ] = None,
+    output: Output = Format.table,
+) -> None:
+    """Create proxies (they turn ready after their first good probe)."""
+    labels = _pairs(label, "--label")
+    places = _pairs(placement, "--placement")
+    with state_of(ctx).client() as client:
+        made = client.create_proxies(
+            provider,
+            count=count,
+            zone=zone,
+            labels=labels or None,
+            placement=places or None,
+            idempotency_key=idempotency_key,
+        )
+    if output is Format.json:
+        render.emit_json(made)
+    else:
+        render.table(COLUMNS, [_row(p) for p in made])
+
+
+@app.command("rm")
+def remove(
+    ctx: typer.Context,
+    proxy_ids: Annotated[list[str], typer.Argument(metavar="ID...")],
+    force: Annotated[bool, typer.Option(help="Even a leased one (its lease is revoked).")] = False,
+    output: Output = Format.table,
+) -> None:
+    """Delete proxies (a leased one is a conflict unless --force)."""
+    with state_of(ctx).client() as client:
+        gone = [client.delete_proxy(pid, force=force) for pid in proxy_ids]
+    if output is Format.json:
+        render.emit_json(gone)
+    else:
+        render.table(COLUMNS, [_row(p) for p in gone])
+
+
+def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
+    try:
+        return fmt.pairs(values, what)
+    except ValueError as e:
+        raise typer.BadParameter(str(e)) from None
