@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from playwright.async_api import Browser, ConsoleMessage, Page, async_playwright
+from playwright.async_api import Browser, ConsoleMessage, Page, async_playwright, expect
 from tests.api.conftest import api, start_api  # noqa: F401 (fixtures)
 from tests.e2e.conftest import stack  # noqa: F401 (fixture)
 
@@ -27,6 +27,11 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+# The page waits on real work (a Squid booting, probes every half second): longer than
+# Playwright's default of 5 s for each expectation.
+expect.set_options(timeout=15_000)
 
 
 def artifacts_dir() -> Path:

@@ -131,7 +131,9 @@ async def test_the_sparkline_keeps_the_last_minutes_and_scales_to_its_highest_pr
         m.addSample(s, {t: 1310, ms: 0, ok: false}, 1310);
         const kept = s.map((x) => x.t);
         const box = m.layout(s, 1310, {width: 300, height: 24, windowS: 300});
-        return {kept, box};
+        const young = m.layout([{t: 1300, ms: 5, ok: true}], 1310, {width: 300, windowS: 300});
+        const none = m.layout([], 1310);
+        return {kept, box, young: [young.span, young.points], none: [none.span, none.count]};
     """
     got = await _run(tab, ui_url, "sparkline.js", body)
     assert got["kept"] == [1150, 1300, 1310]  # t=1000 is older than five minutes at 1310
@@ -139,8 +141,11 @@ async def test_the_sparkline_keeps_the_last_minutes_and_scales_to_its_highest_pr
     assert box["top"] == 20
     assert box["count"] == 3
     assert box["failures"] == [300]
-    # x: seconds into the window; y: 22 at 0 ms up to 2 at the top (20 ms)
-    assert box["points"] == "140,2 290,12"
+    # x: the box spans from the oldest sample (160 s ago) to now; y: 22 at 0 ms, 2 at the top
+    assert box["span"] == 160
+    assert box["points"] == "0,2 281.3,12"
+    assert got["young"] == [30, "200,2"]  # at least 30 s wide: 10 s ago is two thirds along
+    assert got["none"] == [30, 0]
 
 
 async def test_the_fleet_is_counted_by_provider_zone_and_phase(tab: Tab, ui_url: str) -> None:

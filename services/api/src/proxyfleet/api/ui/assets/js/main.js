@@ -144,7 +144,7 @@ async function refreshLeases() {
     const list = await s.api.all("/v1/leases");
     if (s !== session) return;
     leases.replaceAll(list, now());
-    setText(ui.leasesNote, "");
+    setText(ui.leasesNote, s.admin ? "" : "A client token lists the leases it holds.");
   } catch (err) {
     if (handleDenied(err)) return;
     setText(ui.leasesNote, `Could not list the leases: ${describe(err)}`);
@@ -214,11 +214,9 @@ function startStream() {
     onState: (state, detail) => {
       if (state === "live") {
         setStream("live", "live");
-        if (connectedBefore) {
-          addNote(ui.events, "event stream reconnected", now());
-          refresh(); // what happened while it was down
-        }
+        if (connectedBefore) addNote(ui.events, "event stream reconnected", now());
         connectedBefore = true;
+        refresh(); // what changed before the stream was open (or while it was down)
       } else if (state === "connecting") {
         setStream("connecting", "connecting\u2026");
       } else if (state === "retrying") {
