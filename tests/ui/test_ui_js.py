@@ -191,3 +191,66 @@ async def test_markup_in_data_stays_text(tab: Tab, ui_url: str) -> None:
         "elements": 0,
         "owned": False,
     }
+
+
+async def test_lease_events_say_what_changes_in_the_table(tab: Tab, ui_url: str) -> None:
+    body = """
+        const granted = {type: "lease.granted", lease_id: "l1", proxy_id: "p1",
+          data: {epoch: 7, holder: "h", target: "t", client: "c", expires_at: 1234.5}};
+        return [
+          m.leaseChange(granted),
+          m.leaseChange({type: "lease.renewed", lease_id: "l1", data: {epoch: 7, expires_at: 99}}),
+          ...["released", "expired", "revoked"].map(
+            (w) => m.leaseChange({type: `lease.${w}`, lease_id: "l1", data: {}})),
+          m.leaseChange({type: "lease.reported", lease_id: "l1", data: {outcome: "ok"}}),
+          m.leaseChange({type: "lease.granted", data: {}}),
+        ];
+    """
+    got = await _run(tab, ui_url, "leases.js", body)
+    assert got == [
+        {
+            "granted": {
+                "lease_id": "l1",
+                "proxy_id": "p1",
+                "epoch": 7,
+                "holder": "h",
+                "target": "t",
+                "client": "c",
+                "expires_at": 1234.5,
+                "state": "active",
+            }
+        },
+        {"renewed": {"lease_id": "l1", "expires_at": 99}},
+        {"remove": "l1"},
+        {"remove": "l1"},
+        {"remove": "l1"},
+        None,
+        None,
+    ]
+
+
+async def test_a_list_older_than_an_event_neither_drops_nor_revives_a_row(
+    tab: Tab, ui_url: str
+) -> None:
+    """A refetch and the stream race: the list was read at `since`; a lease granted after
+    it stays, one released after it stays out; the rows stay sorted by expiry."""
+    body = """
+        const body = document.createElement("tbody");
+        const table = new m.LeaseTable(body, document.createElement("span"));
+        const lease = (id, expires) => ({lease_id: id, proxy_id: "p", holder: "", target: "",
+                                         client: "", expires_at: expires, state: "active"});
+        const since = Date.now() / 1000;
+        table.upsert(lease("old", 500), since - 10);
+        table.upsert(lease("released", 400), since - 10);
+        await new Promise((r) => setTimeout(r, 20));
+        table.upsert(lease("new", 300), Date.now() / 1000);  // an event after the list was read
+        table.remove("released");                            // another one
+        table.replaceAll([lease("old", 500), lease("released", 400), lease("listed", 600)],
+                         Date.now() / 1000, since);
+        const order = [...body.children].map((tr) => tr.dataset.leaseId);
+        table.replaceAll([lease("listed", 600)], Date.now() / 1000, Date.now() / 1000 + 1);
+        return {order, later: [...body.children].map((tr) => tr.dataset.leaseId)};
+    """
+    got = await _run(tab, ui_url, "leases.js", body)
+    assert got["order"] == ["new", "old", "listed"]
+    assert got["later"] == ["listed"]  # a list newer than everything is the truth

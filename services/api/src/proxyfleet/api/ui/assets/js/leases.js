@@ -8,19 +8,25 @@ export class LeaseTable {
     this.body = body;
     this.count = count;
     this.rows = new Map();
+    this.gone = new Map(); // id -> when its row went: a list older than that keeps it out
   }
 
   clear() {
     this.rows.clear();
+    this.gone.clear();
     this.body.replaceChildren();
     setText(this.count, "");
   }
 
-  /** Shows exactly these (active) leases. */
-  replaceAll(leases, now) {
+  /** Shows these active leases (listed from `since` on): rows of others go, unless an
+   *  event newer than the list brought them. */
+  replaceAll(leases, now, since = now) {
     const keep = new Set(leases.map((l) => l.lease_id));
-    for (const id of [...this.rows.keys()]) if (!keep.has(id)) this.remove(id);
-    for (const lease of leases) this.upsert(lease, now);
+    for (const [id, row] of [...this.rows]) if (!keep.has(id) && row.seen < since) this.remove(id);
+    for (const lease of leases) {
+      if (!(this.gone.get(lease.lease_id) >= since)) this.upsert(lease, now);
+    }
+    for (const [id, at] of [...this.gone]) if (at < since) this.gone.delete(id);
   }
 
   upsert(lease, now) {
@@ -41,6 +47,7 @@ export class LeaseTable {
       this.rows.set(lease.lease_id, row);
     }
     row.lease = { ...row.lease, ...lease };
+    row.seen = now;
     const l = row.lease;
     [l.lease_id, l.proxy_id, l.holder, l.target, l.client].forEach((v, i) =>
       setText(row.cells[i], v || "\u2014"),
@@ -54,6 +61,7 @@ export class LeaseTable {
     if (!row) return;
     row.tr.remove();
     this.rows.delete(id);
+    this.gone.set(id, Date.now() / 1000);
     setText(this.count, this.rows.size ? `(${this.rows.size})` : "");
   }
 
@@ -75,4 +83,31 @@ export class LeaseTable {
       row.tr.classList.toggle("expired", left === "expired");
     }
   }
+}
+
+/** What a lease.* event changes in the table (pure): {granted: lease} (the event carries
+ *  all the row shows), {renewed: {lease_id, expires_at}}, {remove: lease_id} or null. */
+export function leaseChange(event) {
+  const d = event.data || {};
+  const what = String(event.type || "").split(".")[1];
+  if (!event.lease_id) return null;
+  if (what === "granted") {
+    return {
+      granted: {
+        lease_id: event.lease_id,
+        proxy_id: event.proxy_id || "",
+        epoch: d.epoch,
+        holder: d.holder || "",
+        target: d.target || "",
+        client: d.client || "",
+        expires_at: d.expires_at || 0,
+        state: "active",
+      },
+    };
+  }
+  if (what === "renewed" && d.expires_at) {
+    return { renewed: { lease_id: event.lease_id, expires_at: d.expires_at } };
+  }
+  if (["released", "expired", "revoked"].includes(what)) return { remove: event.lease_id };
+  return null;
 }

@@ -2,10 +2,11 @@
 // table current without reloading. Every value from the API reaches the DOM as text.
 
 import { Api, ApiError, errorOf } from "./api.js";
-import { byId, el, setText } from "./dom.js";
+import { byId, setText } from "./dom.js";
 import { addEvent, addNote } from "./feed.js";
 import { groupFleet, groupProviders, renderFleet, renderHead } from "./fleet.js";
-import { LeaseTable } from "./leases.js";
+import { CreateForm } from "./create.js";
+import { LeaseTable, leaseChange } from "./leases.js";
 import { ProxyTable } from "./proxies.js";
 import { EventStream } from "./sse.js";
 
@@ -34,12 +35,6 @@ const ui = {
   fleetHead: byId("fleet-head"),
   fleetBody: byId("fleet-body"),
   create: byId("create"),
-  createForm: byId("create-form"),
-  createProvider: byId("create-provider"),
-  createZone: byId("create-zone"),
-  createCount: byId("create-count"),
-  createResult: byId("create-result"),
-  createError: byId("create-error"),
   proxyCount: byId("proxy-count"),
   proxiesNote: byId("proxies-note"),
   actionError: byId("action-error"),
@@ -54,6 +49,14 @@ const proxies = new ProxyTable(byId("proxies-body"), {
   onDelete: deleteProxy,
 });
 const leases = new LeaseTable(byId("leases-body"), byId("lease-count"));
+const createForm = new CreateForm(byId("create-form"), {
+  create: (body) => session.api.call("POST", "/v1/proxies", body),
+  onCreated: (items) => {
+    for (const proxy of items) proxies.upsert(proxy, now());
+    renderSummary();
+  },
+  describe: (err) => (handleDenied(err) ? null : describe(err)),
+});
 
 // ---- signing in and out ------------------------------------------------------------
 
@@ -111,7 +114,7 @@ function showDashboard() {
     session.admin ? "" : "Listing proxies needs an admin token: the fleet shows counts per provider.",
   );
   renderHead(ui.fleetHead);
-  fillProviderSelect();
+  createForm.setProviders(session.providers);
 }
 
 // ---- loading ------------------------------------------------------------------------
@@ -120,6 +123,7 @@ function showDashboard() {
 async function refresh() {
   const s = session;
   if (!s) return;
+  const since = now();
   try {
     const [providers, proxyList] = await Promise.all([
       s.api.get("/v1/providers").then((b) => b.items),
@@ -127,7 +131,7 @@ async function refresh() {
     ]);
     if (s !== session) return;
     s.providers = providers;
-    if (proxyList) proxies.replaceAll(proxyList, now());
+    if (proxyList) proxies.replaceAll(proxyList, now(), since);
     setText(ui.loadError, "");
   } catch (err) {
     if (handleDenied(err)) return;
@@ -140,10 +144,11 @@ async function refresh() {
 async function refreshLeases() {
   const s = session;
   if (!s) return;
+  const since = now();
   try {
     const list = await s.api.all("/v1/leases");
     if (s !== session) return;
-    leases.replaceAll(list, now());
+    leases.replaceAll(list, now(), since);
     setText(ui.leasesNote, s.admin ? "" : "A client token lists the leases it holds.");
   } catch (err) {
     if (handleDenied(err)) return;
@@ -254,33 +259,17 @@ function onStreamMessage(message) {
     renderSummary();
     proxyChanged(body.proxy_id);
   } else if (kind === "lease") {
-    onLeaseEvent(body, what);
+    onLeaseEvent(body);
   }
 }
 
-function onLeaseEvent(event, what) {
-  const d = event.data || {};
-  if (what === "granted" && event.lease_id) {
-    leases.upsert(
-      {
-        lease_id: event.lease_id,
-        proxy_id: event.proxy_id,
-        epoch: d.epoch,
-        holder: d.holder || "",
-        target: d.target || "",
-        client: d.client || "",
-        expires_at: d.expires_at || 0,
-        state: "active",
-      },
-      now(),
-    );
-  } else if (what === "renewed" && event.lease_id && d.expires_at) {
-    if (leases.rows.has(event.lease_id)) {
-      leases.upsert({ lease_id: event.lease_id, expires_at: d.expires_at }, now());
-    }
-  } else if (["released", "expired", "revoked"].includes(what)) {
-    leases.remove(event.lease_id);
-  }
+function onLeaseEvent(event) {
+  const change = leaseChange(event);
+  // a client token may hear of others' leases; it lists only its own, so it refetches
+  if (change?.remove) leases.remove(change.remove);
+  else if (change?.renewed && leases.rows.has(change.renewed.lease_id)) {
+    leases.upsert(change.renewed, now());
+  } else if (change?.granted && session?.admin) leases.upsert(change.granted, now());
   leasesChanged();
   if (event.proxy_id && session?.admin) proxyChanged(event.proxy_id); // its `leased`
 }
@@ -291,47 +280,6 @@ function setStream(state, text) {
 }
 
 // ---- creating and deleting -------------------------------------------------------------
-
-function fillProviderSelect() {
-  const selected = ui.createProvider.value;
-  ui.createProvider.replaceChildren(
-    ...session.providers.map((p) => el("option", { value: p.name, text: `${p.name} (${p.type})` })),
-  );
-  if (session.providers.some((p) => p.name === selected)) ui.createProvider.value = selected;
-  fillZoneSelect();
-}
-
-function fillZoneSelect() {
-  const provider = session?.providers.find((p) => p.name === ui.createProvider.value);
-  ui.createZone.replaceChildren(
-    el("option", { value: "", text: "any (spread)" }),
-    ...(provider?.zones || []).map((z) => el("option", { value: z, text: z })),
-  );
-}
-
-async function createProxies(event) {
-  event.preventDefault();
-  const s = session;
-  if (!s) return;
-  setText(ui.createResult, "");
-  setText(ui.createError, "");
-  const count = Number(ui.createCount.value);
-  const body = { provider: ui.createProvider.value, count };
-  if (ui.createZone.value) body.zone = ui.createZone.value;
-  const submit = ui.createForm.querySelector("button[type=submit]");
-  submit.disabled = true;
-  try {
-    const batch = await s.api.call("POST", "/v1/proxies", body);
-    for (const proxy of batch.items) proxies.upsert(proxy, now());
-    renderSummary();
-    const ids = batch.items.map((p) => p.id).join(", ");
-    setText(ui.createResult, `Created ${batch.items.length}: ${ids}`);
-  } catch (err) {
-    if (!handleDenied(err)) setText(ui.createError, `Create failed: ${describe(err)}`);
-  } finally {
-    submit.disabled = false;
-  }
-}
 
 async function deleteProxy(id) {
   const s = session;
@@ -385,8 +333,6 @@ ui.loginForm.addEventListener("submit", async (event) => {
   }
 });
 ui.logout.addEventListener("click", () => signOut());
-ui.createForm.addEventListener("submit", createProxies);
-ui.createProvider.addEventListener("change", fillZoneSelect);
 
 const saved = sessionStorage.getItem(TOKEN_KEY);
 if (saved) {

@@ -13,6 +13,7 @@ export class ProxyTable {
     this.onDelete = onDelete;
     this.canDelete = canDelete;
     this.rows = new Map();
+    this.gone = new Map(); // id -> when its row went: a list older than that keeps it out
   }
 
   get proxies() {
@@ -21,14 +22,17 @@ export class ProxyTable {
 
   clear() {
     this.rows.clear();
+    this.gone.clear();
     this.body.replaceChildren();
   }
 
-  /** Shows exactly these proxies (a full refetch): rows of others go. */
-  replaceAll(proxies, now) {
+  /** Shows these proxies (a list fetched from `since` on): rows of others go, unless
+   *  something newer than the list (an event's fetch) brought them in the meantime. */
+  replaceAll(proxies, now, since = now) {
     const keep = new Set(proxies.map((p) => p.id));
-    for (const id of [...this.rows.keys()]) if (!keep.has(id)) this.remove(id);
-    for (const p of proxies) this.upsert(p, now);
+    for (const [id, row] of [...this.rows]) if (!keep.has(id) && row.seen < since) this.remove(id);
+    for (const p of proxies) if (!(this.gone.get(p.id) >= since)) this.upsert(p, now);
+    for (const [id, at] of [...this.gone]) if (at < since) this.gone.delete(id);
   }
 
   upsert(proxy, now) {
@@ -42,8 +46,8 @@ export class ProxyTable {
       this.rows.set(proxy.id, row);
       this.body.append(row.tr); // the API lists in creation order, and new ones are newest
     }
-    const known = row.proxy;
-    row.proxy = { ...known, ...proxy };
+    row.proxy = { ...row.proxy, ...proxy };
+    row.seen = now;
     if (proxy.last_probe_at > 0 && proxy.latency_ms > 0 && !row.samples.length) {
       // seeded from the registry until the probe stream brings more
       spark.addSample(row.samples, { t: proxy.last_probe_at, ms: proxy.latency_ms, ok: true }, now);
@@ -64,6 +68,7 @@ export class ProxyTable {
     if (!row) return;
     row.tr.remove();
     this.rows.delete(id);
+    this.gone.set(id, Date.now() / 1000);
   }
 
   /** A probe result from the stream: {proxy_id, time, ok, latency_ms, error, egress_ip}. */
