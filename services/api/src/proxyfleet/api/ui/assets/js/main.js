@@ -240,6 +240,12 @@ function startStream() {
 
 function onStreamMessage(message) {
   if (message.event === "ready") return;
+  if (message.event === "gap") {
+    // the server dropped messages this page read too slowly: what they said is refetched
+    addNote(ui.events, "some events were lost (the page read too slowly): refetched", now());
+    refresh();
+    return;
+  }
   let body;
   try {
     body = JSON.parse(message.data);
