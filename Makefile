@@ -4,12 +4,13 @@ UV ?= $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 export UV_LINK_MODE ?= copy
 
 .PHONY: run test lint fmt setup uv-installed build-packages proxy-packages kvm-packages \
-	system-packages bench bench-packages clean test-integration-kvm test-integration-gcp test-integration-k8s test-fast asyncapi test-faults test-deploy
+	system-packages browser-packages bench bench-packages clean test-integration-kvm test-integration-gcp test-integration-k8s test-fast asyncapi test-faults test-deploy
 
 # Debian packages, each installed once: apt runs only for those dpkg does not list as installed.
 BUILD_PACKAGES := libvirt-dev pkg-config
 KVM_PACKAGES := libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 \
 	qemu-utils ovmf dnsmasq-base iptables iproute2
+BROWSER_PACKAGES := chromium fonts-dejavu-core
 
 # $(call apt-install,PACKAGES,WHAT): install the missing PACKAGES as root; otherwise say how.
 define apt-install
@@ -55,7 +56,12 @@ proxy-packages: ## Squid for local proxies (optional: proxy.py is the fallback)
 kvm-packages: ## libvirtd, QEMU, OVMF, dnsmasq: the KVM tests run a real libvirtd (as root)
 	$(call apt-install,$(KVM_PACKAGES),the KVM tests)
 
-system-packages: build-packages proxy-packages kvm-packages ## Every Debian package the tests use
+# Debian's Chromium, driven by Playwright's bundled driver: `playwright install` would
+# download a browser build of its own, which this project never does.
+browser-packages: ## Chromium and a font: the dashboard tests (tests/ui) drive a real headless browser
+	$(call apt-install,$(BROWSER_PACKAGES),the dashboard tests)
+
+system-packages: build-packages proxy-packages kvm-packages browser-packages ## Every Debian package the tests use
 
 run: proxy-packages setup ## Start NATS, Redis, every service and the local provider
 	$(UV) run --frozen proxyfleet-dev run

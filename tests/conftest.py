@@ -68,7 +68,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         module = item.path.relative_to(root).as_posix()
         if "libvirtd" in used:
             marker = "kvm"
-        elif module.startswith(("tests/e2e/", "tests/faults/test_faults.py")):
+        elif module.startswith(("tests/e2e/", "tests/faults/test_faults.py", "tests/ui/test_dash")):
             marker = "e2e"
         elif "nats_url" in used:
             marker = "messaging"

@@ -27,6 +27,7 @@ from proxyfleet.api.request_metrics import request_metrics_middleware
 from proxyfleet.api.settings import ApiSettings
 from proxyfleet.api.sweeper import run_sweeper
 from proxyfleet.api.system.controller import SystemController
+from proxyfleet.api.ui.controller import ui_router
 from proxyfleet.common.logging import get_logger
 
 log = get_logger(__name__)
@@ -75,7 +76,12 @@ def create_app(settings: ApiSettings, deps: AppDeps) -> Litestar:
         security=[{"bearer": []}],
         route_handlers=[ProxyController, LeaseController, ProviderController, FeedController],
     )
-    handlers: list[Router | type[SystemController]] = [v1, SystemController, assets_router()]
+    handlers: list[Router | type[SystemController]] = [
+        v1,
+        SystemController,
+        assets_router(),
+        ui_router(),
+    ]
 
     @asynccontextmanager
     async def lifespan(app: Litestar) -> AsyncIterator[None]:

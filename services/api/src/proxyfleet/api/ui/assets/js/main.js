@@ -1,0 +1,349 @@
+// The dashboard: sign in, load the fleet, then follow the event stream and keep every
+// table current without reloading. Every value from the API reaches the DOM as text.
+
+import { Api, ApiError, errorOf } from "./api.js";
+import { byId, setText } from "./dom.js";
+import { addEvent, addNote } from "./feed.js";
+import { groupFleet, groupProviders, renderFleet, renderHead } from "./fleet.js";
+import { CreateForm } from "./create.js";
+import { LeaseTable, leaseChange } from "./leases.js";
+import { ProxyTable } from "./proxies.js";
+import { EventStream } from "./sse.js";
+
+const TOKEN_KEY = "proxyfleet.token";
+const TICK_MS = 1000;
+/** A full refetch this often, in case the stream missed something (it also follows every
+ *  reconnect). */
+const RESYNC_MS = 30000;
+/** Changes the stream reports are fetched in batches at most this often. */
+const BATCH_MS = 250;
+/** More changed proxies than this in one batch: refetch the list instead of each one. */
+const MAX_SINGLE_FETCHES = 20;
+
+const now = () => Date.now() / 1000;
+
+const ui = {
+  login: byId("login"),
+  loginForm: byId("login-form"),
+  loginError: byId("login-error"),
+  token: byId("token"),
+  dashboard: byId("dashboard"),
+  logout: byId("logout"),
+  who: byId("who"),
+  streamStatus: byId("stream-status"),
+  loadError: byId("load-error"),
+  fleetHead: byId("fleet-head"),
+  fleetBody: byId("fleet-body"),
+  create: byId("create"),
+  proxyCount: byId("proxy-count"),
+  proxiesNote: byId("proxies-note"),
+  actionError: byId("action-error"),
+  leasesNote: byId("leases-note"),
+  events: byId("events"),
+};
+
+let session = null; // {api, admin, providers, stream, timers, dirtyProxies, ...} while signed in
+
+const proxies = new ProxyTable(byId("proxies-body"), {
+  canDelete: () => Boolean(session?.admin),
+  onDelete: deleteProxy,
+});
+const leases = new LeaseTable(byId("leases-body"), byId("lease-count"));
+const createForm = new CreateForm(byId("create-form"), {
+  create: (body) => session.api.call("POST", "/v1/proxies", body),
+  onCreated: (items) => {
+    for (const proxy of items) proxies.upsert(proxy, now());
+    renderSummary();
+  },
+  describe: (err) => (handleDenied(err) ? null : describe(err)),
+});
+
+// ---- signing in and out ------------------------------------------------------------
+
+async function signIn(token) {
+  const api = new Api(token);
+  // /v1/providers takes any valid token; /v1/proxies only an admin one
+  const providers = (await api.get("/v1/providers")).items;
+  let admin = true;
+  try {
+    await api.get("/v1/proxies?limit=1");
+  } catch (err) {
+    if (!(err instanceof ApiError) || err.status !== 403) throw err;
+    admin = false;
+  }
+  sessionStorage.setItem(TOKEN_KEY, token);
+  session = { api, admin, providers, timers: [], dirtyProxies: new Set(), flushTimer: 0 };
+  showDashboard();
+  await refresh();
+  startStream();
+  session.timers.push(setInterval(tick, TICK_MS), setInterval(() => refresh(), RESYNC_MS));
+}
+
+function signOut(message = "") {
+  if (session) {
+    session.stream?.stop();
+    session.timers.forEach(clearInterval);
+    clearTimeout(session.flushTimer);
+    clearTimeout(session.leaseTimer);
+  }
+  session = null;
+  sessionStorage.removeItem(TOKEN_KEY);
+  proxies.clear();
+  leases.clear();
+  ui.events.replaceChildren();
+  ui.fleetBody.replaceChildren();
+  ui.dashboard.hidden = true;
+  ui.logout.hidden = true;
+  ui.login.hidden = false;
+  setText(ui.who, "");
+  setText(ui.loginError, message);
+  setStream("off", "not connected");
+  ui.token.value = "";
+  ui.token.focus();
+}
+
+function showDashboard() {
+  ui.login.hidden = true;
+  ui.dashboard.hidden = false;
+  ui.logout.hidden = false;
+  setText(ui.loginError, "");
+  setText(ui.who, session.admin ? "admin token" : "client token");
+  ui.create.hidden = !session.admin;
+  setText(
+    ui.proxiesNote,
+    session.admin ? "" : "Listing proxies needs an admin token: the fleet shows counts per provider.",
+  );
+  renderHead(ui.fleetHead);
+  createForm.setProviders(session.providers);
+}
+
+// ---- loading ------------------------------------------------------------------------
+
+/** Refetches everything this token may see. */
+async function refresh() {
+  const s = session;
+  if (!s) return;
+  const since = now();
+  try {
+    const [providers, proxyList] = await Promise.all([
+      s.api.get("/v1/providers").then((b) => b.items),
+      s.admin ? s.api.all("/v1/proxies") : Promise.resolve(null),
+    ]);
+    if (s !== session) return;
+    s.providers = providers;
+    if (proxyList) proxies.replaceAll(proxyList, now(), since);
+    setText(ui.loadError, "");
+  } catch (err) {
+    if (handleDenied(err)) return;
+    setText(ui.loadError, `Could not load the fleet: ${describe(err)}`);
+  }
+  renderSummary();
+  await refreshLeases();
+}
+
+async function refreshLeases() {
+  const s = session;
+  if (!s) return;
+  const since = now();
+  try {
+    const list = await s.api.all("/v1/leases");
+    if (s !== session) return;
+    leases.replaceAll(list, now(), since);
+    setText(ui.leasesNote, s.admin ? "" : "A client token lists the leases it holds.");
+  } catch (err) {
+    if (handleDenied(err)) return;
+    setText(ui.leasesNote, `Could not list the leases: ${describe(err)}`);
+  }
+}
+
+function renderSummary() {
+  if (!session) return;
+  const groups = session.admin
+    ? groupFleet(proxies.proxies, session.providers)
+    : groupProviders(session.providers);
+  renderFleet(ui.fleetBody, groups);
+  const n = proxies.rows.size;
+  setText(ui.proxyCount, session.admin ? `(${n})` : "");
+}
+
+/** Fetches the proxies the stream said changed, batched. */
+function proxyChanged(id) {
+  const s = session;
+  if (!s) return;
+  s.dirtyProxies.add(id);
+  if (s.flushTimer) return;
+  s.flushTimer = setTimeout(async () => {
+    s.flushTimer = 0;
+    const ids = [...s.dirtyProxies];
+    s.dirtyProxies.clear();
+    if (!s.admin) {
+      await refresh(); // counts from /v1/providers
+      return;
+    }
+    if (ids.length > MAX_SINGLE_FETCHES) {
+      await refresh();
+      return;
+    }
+    await Promise.all(ids.map((pid) => fetchProxy(s, pid)));
+    renderSummary();
+  }, BATCH_MS);
+}
+
+async function fetchProxy(s, id) {
+  try {
+    const proxy = await s.api.get(`/v1/proxies/${encodeURIComponent(id)}`);
+    if (s === session) proxies.upsert(proxy, now());
+  } catch (err) {
+    if (err instanceof ApiError && err.status === 404) proxies.remove(id);
+    else if (!handleDenied(err)) setText(ui.loadError, `Could not load proxy ${id}: ${describe(err)}`);
+  }
+}
+
+function leasesChanged() {
+  const s = session;
+  if (!s || s.leaseTimer) return;
+  s.leaseTimer = setTimeout(() => {
+    s.leaseTimer = 0;
+    refreshLeases();
+  }, BATCH_MS);
+}
+
+// ---- the event stream -----------------------------------------------------------------
+
+function startStream() {
+  const s = session;
+  const url = `/v1/events?probes=${s.admin ? "true" : "false"}`;
+  let connectedBefore = false;
+  s.stream = new EventStream(url, s.api.token, {
+    onMessage: (message) => onStreamMessage(message),
+    onState: (state, detail) => {
+      if (state === "live") {
+        setStream("live", "live");
+        if (connectedBefore) addNote(ui.events, "event stream reconnected", now());
+        connectedBefore = true;
+        refresh(); // what changed before the stream was open (or while it was down)
+      } else if (state === "connecting") {
+        setStream("connecting", "connecting\u2026");
+      } else if (state === "retrying") {
+        const seconds = Math.round(detail.delay / 1000);
+        setStream("retrying", `event stream down (${detail.reason}): retrying in ${seconds} s`);
+      }
+    },
+    onDenied: async (response) => {
+      const err = await errorOf(response);
+      setStream("off", `event stream refused: ${err.describe()}`);
+      if (response.status === 401) signOut(`Signed out: ${err.describe()}`);
+    },
+  });
+  s.stream.start();
+}
+
+function onStreamMessage(message) {
+  if (message.event === "ready") return;
+  if (message.event === "gap") {
+    // the server dropped messages this page read too slowly: what they said is refetched
+    addNote(ui.events, "some events were lost (the page read too slowly): refetched", now());
+    refresh();
+    return;
+  }
+  let body;
+  try {
+    body = JSON.parse(message.data);
+  } catch {
+    return; // not ours to show
+  }
+  if (!body || typeof body !== "object") return;
+  if (message.event === "probe") {
+    proxies.probe(body, now());
+    return;
+  }
+  if (typeof body.type !== "string") return;
+  addEvent(ui.events, body);
+  const [kind, what] = body.type.split(".");
+  if (kind === "proxy" && body.proxy_id) {
+    if (what !== "adopted") proxies.setPhase(body.proxy_id, what, now());
+    renderSummary();
+    proxyChanged(body.proxy_id);
+  } else if (kind === "lease") {
+    onLeaseEvent(body);
+  }
+}
+
+function onLeaseEvent(event) {
+  const change = leaseChange(event);
+  // a client token may hear of others' leases; it lists only its own, so it refetches
+  if (change?.remove) leases.remove(change.remove);
+  else if (change?.renewed && leases.rows.has(change.renewed.lease_id)) {
+    leases.upsert(change.renewed, now());
+  } else if (change?.granted && session?.admin) leases.upsert(change.granted, now());
+  leasesChanged();
+  if (event.proxy_id && session?.admin) proxyChanged(event.proxy_id); // its `leased`
+}
+
+function setStream(state, text) {
+  ui.streamStatus.dataset.state = state;
+  setText(ui.streamStatus, text);
+}
+
+// ---- creating and deleting -------------------------------------------------------------
+
+async function deleteProxy(id) {
+  const s = session;
+  if (!s) return;
+  setText(ui.actionError, "");
+  try {
+    const proxy = await s.api.call("DELETE", `/v1/proxies/${encodeURIComponent(id)}`);
+    proxies.upsert(proxy, now());
+    renderSummary();
+  } catch (err) {
+    if (!handleDenied(err)) setText(ui.actionError, `Delete of ${id} failed: ${describe(err)}`);
+  }
+}
+
+// ---- helpers ---------------------------------------------------------------------------
+
+function describe(err) {
+  return err instanceof ApiError ? err.describe() : String(err?.message || err);
+}
+
+/** A 401 means the token is no longer valid: back to the sign-in form, saying why. */
+function handleDenied(err) {
+  if (err instanceof ApiError && err.status === 401) {
+    signOut(`Signed out: ${err.describe()}`);
+    return true;
+  }
+  return false;
+}
+
+function tick() {
+  const t = now();
+  proxies.tick(t);
+  leases.tick(t);
+}
+
+// ---- wiring ----------------------------------------------------------------------------
+
+ui.loginForm.addEventListener("submit", async (event) => {
+  event.preventDefault();
+  const token = ui.token.value.trim();
+  if (!token) {
+    setText(ui.loginError, "Enter a token.");
+    return;
+  }
+  setText(ui.loginError, "");
+  try {
+    await signIn(token);
+  } catch (err) {
+    signOut(`Sign-in failed: ${describe(err)}`);
+    ui.token.value = token;
+  }
+});
+ui.logout.addEventListener("click", () => signOut());
+
+const saved = sessionStorage.getItem(TOKEN_KEY);
+if (saved) {
+  signIn(saved).catch((err) => signOut(`Signed out: ${describe(err)}`));
+} else {
+  signOut();
+}
+document.documentElement.dataset.ready = "true";

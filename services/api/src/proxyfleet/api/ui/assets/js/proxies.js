@@ -1,0 +1,168 @@
+// The proxies table: one row per proxy, updated in place (from fetches and probe events).
+
+import { el, setText } from "./dom.js";
+import { duration, latency } from "./format.js";
+import * as spark from "./sparkline.js";
+
+const CONFIRM_MS = 5000;
+
+export class ProxyTable {
+  /** onDelete(id) is awaited when a delete is confirmed (a second click within 5 s). */
+  constructor(body, { onDelete, canDelete }) {
+    this.body = body;
+    this.onDelete = onDelete;
+    this.canDelete = canDelete;
+    this.rows = new Map();
+    this.gone = new Map(); // id -> when its row went: a list older than that keeps it out
+  }
+
+  get proxies() {
+    return [...this.rows.values()].map((r) => r.proxy);
+  }
+
+  clear() {
+    this.rows.clear();
+    this.gone.clear();
+    this.body.replaceChildren();
+  }
+
+  /** Shows these proxies (a list fetched from `since` on): rows of others go, unless
+   *  something newer than the list (an event's fetch) brought them in the meantime. */
+  replaceAll(proxies, now, since = now) {
+    const keep = new Set(proxies.map((p) => p.id));
+    for (const [id, row] of [...this.rows]) if (!keep.has(id) && row.seen < since) this.remove(id);
+    for (const p of proxies) if (!(this.gone.get(p.id) >= since)) this.upsert(p, now);
+    for (const [id, at] of [...this.gone]) if (at < since) this.gone.delete(id);
+  }
+
+  upsert(proxy, now) {
+    if (proxy.phase === "deleted") {
+      this.remove(proxy.id);
+      return;
+    }
+    let row = this.rows.get(proxy.id);
+    if (!row) {
+      row = this.createRow(proxy);
+      this.rows.set(proxy.id, row);
+      this.body.append(row.tr); // the API lists in creation order, and new ones are newest
+    }
+    row.proxy = { ...row.proxy, ...proxy };
+    row.seen = now;
+    if (proxy.last_probe_at > 0 && proxy.latency_ms > 0 && !row.samples.length) {
+      // seeded from the registry until the probe stream brings more
+      spark.addSample(row.samples, { t: proxy.last_probe_at, ms: proxy.latency_ms, ok: true }, now);
+    }
+    this.paint(row, now);
+  }
+
+  /** A phase change the event stream told of, shown before the row is refetched. */
+  setPhase(id, phase, now) {
+    const row = this.rows.get(id);
+    if (!row) return;
+    if (phase === "deleted") this.remove(id);
+    else this.upsert({ ...row.proxy, phase }, now);
+  }
+
+  remove(id) {
+    const row = this.rows.get(id);
+    if (!row) return;
+    row.tr.remove();
+    this.rows.delete(id);
+    this.gone.set(id, Date.now() / 1000);
+  }
+
+  /** A probe result from the stream: {proxy_id, time, ok, latency_ms, error, egress_ip}. */
+  probe(result, now) {
+    const row = this.rows.get(result.proxy_id);
+    if (!row) return;
+    spark.addSample(row.samples, { t: result.time, ms: result.latency_ms, ok: result.ok }, now);
+    const update = { last_probe_at: result.time, last_probe_error: result.error || "" };
+    if (result.ok) update.latency_ms = result.latency_ms;
+    if (result.egress_ip) update.egress_ip = result.egress_ip;
+    row.proxy = { ...row.proxy, ...update };
+    this.paint(row, now);
+  }
+
+  /** Ages and sparklines move with the clock. */
+  tick(now) {
+    for (const row of this.rows.values()) {
+      setText(row.age, duration(now - row.proxy.created_at));
+      spark.draw(row.spark, row.samples, now);
+    }
+  }
+
+  createRow(proxy) {
+    const cell = (cls) => el("td", { class: cls });
+    const row = {
+      proxy,
+      samples: [],
+      id: el("th", { scope: "row", class: "mono", text: proxy.id }),
+      where: cell(""),
+      phase: el("span", { class: "phase", testid: "phase" }),
+      age: cell("num"),
+      latencyText: el("span", { class: "num latency", testid: "latency" }),
+      spark: spark.create(),
+      egress: el("td", { class: "mono", testid: "egress" }),
+      lease: el("td", { testid: "leased" }),
+      button: el("button", { type: "button", class: "danger", testid: "delete" }),
+      confirmTimer: 0,
+    };
+    row.tr = el(
+      "tr",
+      { testid: "proxy-row", "data-proxy-id": proxy.id },
+      row.id,
+      row.where,
+      el("td", {}, row.phase),
+      row.age,
+      el("td", {}, el("div", { class: "latency-cell" }, row.spark, row.latencyText)),
+      row.egress,
+      row.lease,
+      el("td", {}, row.button),
+    );
+    row.button.addEventListener("click", () => this.clickDelete(row));
+    this.resetButton(row);
+    return row;
+  }
+
+  resetButton(row) {
+    clearTimeout(row.confirmTimer);
+    row.confirming = false;
+    row.button.textContent = "Delete";
+    row.button.setAttribute("aria-label", `Delete proxy ${row.proxy.id}`);
+  }
+
+  async clickDelete(row) {
+    if (!row.confirming) {
+      row.confirming = true;
+      row.button.textContent = "Confirm delete";
+      row.button.setAttribute("aria-label", `Confirm: delete proxy ${row.proxy.id}`);
+      row.confirmTimer = setTimeout(() => this.resetButton(row), CONFIRM_MS);
+      return;
+    }
+    this.resetButton(row);
+    row.button.disabled = true;
+    try {
+      await this.onDelete(row.proxy.id);
+    } finally {
+      row.button.disabled = false;
+    }
+  }
+
+  paint(row, now) {
+    const p = row.proxy;
+    row.tr.dataset.phase = p.phase;
+    setText(row.where, `${p.provider} / ${p.zone}`);
+    setText(row.phase, p.phase);
+    row.phase.className = `phase ${p.phase}`;
+    if (p.reason) row.phase.title = p.reason;
+    else row.phase.removeAttribute("title");
+    setText(row.age, duration(now - p.created_at));
+    setText(row.latencyText, p.last_probe_error ? "failing" : latency(p.latency_ms));
+    if (p.last_probe_error) row.latencyText.title = p.last_probe_error;
+    else row.latencyText.removeAttribute("title");
+    setText(row.egress, p.egress_ip || "\u2014");
+    setText(row.lease, p.leased ? "leased" : "");
+    row.button.hidden = !this.canDelete() || p.phase === "deleting";
+    spark.draw(row.spark, row.samples, now);
+  }
+}
