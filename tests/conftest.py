@@ -35,6 +35,7 @@ pytest.register_assert_rewrite("tests.contract.provider_contract")
 SLOW_MODULES = {
     # Tests that start processes, servers or VMs of their own, without a server fixture.
     "tests/api/test_api_cli.py",
+    "tests/gateway/test_gateway_settings.py",
     "tests/bench/test_health_fleet.py",
     "tests/common/test_host_cli.py",
     "tests/common/test_host_http.py",

@@ -21,6 +21,8 @@ def test_the_banners_commands_lease_fetch_and_release(stack: Stack) -> None:
     text = banner(stack, stack.opts.base_dir, "squid", env_file)
     assert str(env_file) in text
     assert f"cooldown   {stack.opts.cooldown:g} s" in text
+    assert f"dashboard  {stack.api_url}/ui" in text
+    assert f"gateway    {stack.gateway_url}" in text
 
     # `set -e` as a careful user would have it: any failing step fails the run.
     script = "set -euo pipefail\n" + copy_paste(env_file)

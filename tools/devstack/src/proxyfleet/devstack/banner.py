@@ -110,6 +110,8 @@ def banner(
 ================================================================================
  Proxyfleet is running (local provider, {engine} proxies)
    API        {stack.api_url}        OpenAPI: {stack.api_url}/schema
+   dashboard  {stack.api_url}/ui     (sign in with the admin token from {env_file.name})
+   gateway    {stack.gateway_url}
    NATS       {stack.nats_url}    events: proxyfleet events (or proxyfleet.events.>)
    Redis      {stack.redis_url}
    target     {stack.target_url}   (local HTTPS test site, CA {stack.ca_file})

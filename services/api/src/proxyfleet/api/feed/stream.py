@@ -26,12 +26,12 @@ from nats.aio.subscription import Subscription
 
 from proxyfleet.api.feed.filters import KEEPALIVE, FeedFilter, is_lease_event, sse
 from proxyfleet.api.metrics import EVENT_STREAMS
-from proxyfleet.api.tokens import Principal
 from proxyfleet.common import subjects
 from proxyfleet.common.errors import StoreUnavailable
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.models import Event
 from proxyfleet.common.store import LeaseStore
+from proxyfleet.common.tokens import Principal
 
 log = get_logger(__name__)
 

@@ -17,13 +17,13 @@ from proxyfleet.api.metrics import (
     LEASES_RELEASED,
 )
 from proxyfleet.api.providers.service import ProviderCatalog
-from proxyfleet.api.tokens import Principal
 from proxyfleet.common.errors import Conflict, NotFound, Unavailable
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.models import Lease, LeaseOutcome
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
 from proxyfleet.common.store.lease_pages import LeasePage
 from proxyfleet.common.store.leases import GrantedProxy, GrantKey, Released, Renewed
+from proxyfleet.common.tokens import Principal
 
 log = get_logger(__name__)
 
