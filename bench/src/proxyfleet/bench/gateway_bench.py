@@ -3,9 +3,9 @@ lease per CONNECT, cooldown 0) against CONNECTs straight to the same Squids, one
 bulk download against the same download direct, the p50 latency the gateway adds to a
 CONNECT, and the gateway's memory per idle tunnel (1,000 of them).
 
-The gateway runs as its own processes (`proxyfleet-gateway`, uvloop, one per core sharing
-one port), as deployed; the load is generated here with raw asyncio sockets, the same code
-for both paths; downloads are made by curl."""
+The gateway runs as its own process (`proxyfleet-gateway`, uvloop; several sharing one
+port with PROXYFLEET_BENCH_GATEWAYS), as deployed; the load is generated here with raw
+asyncio sockets, the same code for both paths; downloads are made by curl."""
 
 from __future__ import annotations
 
@@ -34,9 +34,11 @@ TOKEN = "bench-gateway-token-" + secrets.token_hex(8)
 """The gateway's client token in this run (its proxy password)."""
 SQUIDS = 4
 IDLE_TUNNELS = 1_000
-GATEWAYS = int(os.environ.get("PROXYFLEET_BENCH_GATEWAYS", "0")) or os.cpu_count() or 1
-"""Gateway processes sharing the port (SO_REUSEPORT), one per core as deployed: the direct
-path has four Squid processes. PROXYFLEET_BENCH_GATEWAYS=1 measures a single one."""
+GATEWAYS = int(os.environ.get("PROXYFLEET_BENCH_GATEWAYS", "1"))
+"""Gateway processes sharing the port (SO_REUSEPORT; the direct path has four Squid
+processes). One by default; PROXYFLEET_BENCH_GATEWAYS=N runs N, as one per core would be
+deployed (on the 2-core bench machine two measured no better than one: 0.17-0.63 against
+0.16-0.44 of the direct rate, within what other load moved it)."""
 
 
 @dataclass(frozen=True)
