@@ -76,7 +76,12 @@ class Gateway:
 
     async def run(self, stop: asyncio.Event) -> None:
         server = await asyncio.start_server(
-            self._serve, self._s.host, self._s.port, limit=self._s.max_header_bytes, backlog=4096
+            self._serve,
+            self._s.host,
+            self._s.port,
+            limit=self._s.max_header_bytes,
+            backlog=4096,
+            reuse_port=self._s.reuse_port or None,
         )
         self.port = server.sockets[0].getsockname()[1]
         log.info("gateway.listening", host=self._s.host, port=self.port)

@@ -18,6 +18,9 @@ class GatewaySettings:
     """Address the proxy endpoint listens on (0.0.0.0: every interface)."""
     port: int = 8899
     """Port of the proxy endpoint (0: a free one, logged at start)."""
+    reuse_port: bool = False
+    """Listen with SO_REUSEPORT, so several gateway processes on one host share --port and
+    the kernel spreads new connections over them (one event loop, one core each)."""
     client_tokens: tuple[str, ...] = option(
         (), flag="--client-token", env_aliases=("PROXYFLEET_CLIENT_TOKENS",), repr=False
     )
