@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from proxyfleet.common.errors import ConfigError, PermanentProviderError
+from proxyfleet.common.errors import ConfigError, PermanentProviderError, TemporaryProviderError
 from proxyfleet.common.models import ProxySpec
 from proxyfleet.provisioner_local import commands
 from proxyfleet.provisioner_local.adapter import LocalProvider, start_unregistered_proxy
@@ -215,3 +215,13 @@ async def test_squid_that_cannot_reach_its_files_is_a_config_error(
     with pytest.raises(ConfigError, match="cannot traverse"):
         make_local_provider("squid")
     assert make_local_provider("auto").engine == "proxy.py"
+
+
+async def test_a_call_after_close_is_a_temporary_provider_error(
+    make_local_provider: Callable[..., LocalProvider],
+) -> None:
+    """An adopter pass still running while the service stops gets an error it handles."""
+    provider = make_local_provider()
+    await provider.close()
+    with pytest.raises(TemporaryProviderError, match="closed"):
+        await provider.list_managed()

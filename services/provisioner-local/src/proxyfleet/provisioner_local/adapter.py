@@ -60,6 +60,7 @@ class LocalProvider:
             raise ConfigError(f"local provider: {exc}") from None
         self.engine = self._proxies.engine
         self._executor = ThreadPoolExecutor(THREADS, thread_name_prefix="local-provider")
+        self._closed = False
 
     async def create(self, spec: ProxySpec) -> Provisioned:
         return await self._run(f"create proxy {spec.proxy_id}", self._proxies.create, spec)
@@ -80,9 +81,14 @@ class LocalProvider:
 
     async def close(self) -> None:
         """Stop the worker threads; the proxy processes keep running."""
+        self._closed = True
         self._executor.shutdown(wait=False, cancel_futures=True)
 
     async def _run(self, what: str, fn: Callable[..., T], *args: object) -> T:
+        if self._closed:
+            # A caller still running while the service stops (an adopter pass) gets an
+            # error it handles, not the executor's RuntimeError.
+            raise TemporaryProviderError(f"{what}: the local provider is closed (stopping)")
         loop = asyncio.get_running_loop()
         try:
             return await loop.run_in_executor(self._executor, fn, *args)
