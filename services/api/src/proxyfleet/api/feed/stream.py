@@ -73,6 +73,14 @@ class EventStreams:
     _queues: set[asyncio.Queue[Msg | None]] = field(default_factory=set)
     closed: bool = False
 
+    def add(self, queue: asyncio.Queue[Msg | None]) -> None:
+        self._queues.add(queue)
+        EVENT_STREAMS.inc()
+
+    def discard(self, queue: asyncio.Queue[Msg | None]) -> None:
+        self._queues.discard(queue)
+        EVENT_STREAMS.dec()
+
     def close(self) -> None:
         self.closed = True
         for queue in self._queues:
@@ -105,8 +113,7 @@ async def event_stream(
         probe_subject = subjects.probe_subject(req.filter.proxy_id or "*")
         subs.append(await nc.subscribe(probe_subject, cb=on_msg))
     await nc.flush()  # the server has the subscriptions: `ready` means live
-    streams._queues.add(queue)
-    EVENT_STREAMS.inc()
+    streams.add(queue)
     owners = _Owners(leases, req.caller)
     try:
         yield sse("ready", b"{}")
@@ -122,8 +129,7 @@ async def event_stream(
             if msg is not None and (out := await _message(msg, req.filter, owners)):
                 yield out
     finally:
-        streams._queues.discard(queue)
-        EVENT_STREAMS.dec()
+        streams.discard(queue)
         # The client left (the response's task is being cancelled): unsubscribe anyway.
         with anyio.CancelScope(shield=True):
             for sub in subs:
