@@ -3,6 +3,7 @@ scripts; `proxyfleet lease -- CMD` holds one around a command)."""
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Annotated
 
 import typer
@@ -48,12 +49,8 @@ def list_(
     output: Output = Format.table,
 ) -> None:
     """Active leases, soonest expiry first (a client token sees its own)."""
-    found: list[LeaseState] = []
     with state_of(ctx).client() as client:
-        for lease in client.iter_leases(proxy_id=proxy):
-            found.append(lease)
-            if limit is not None and len(found) >= limit:
-                break
+        found: list[LeaseState] = list(islice(client.iter_leases(proxy_id=proxy), limit))
     if output is Format.json:
         render.emit_json(found)
     else:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from itertools import islice
 from typing import Annotated
 
 import typer
@@ -49,17 +50,14 @@ def list_(
     """List proxies (every page), in creation order."""
     labels = _pairs(label, "--label")
     with state_of(ctx).client() as client:
-        found: list[Proxy] = []
-        for proxy in client.iter_proxies(
+        pages = client.iter_proxies(
             provider=provider,
             zone=zone,
             phase=phase,
             labels=labels,
             include_deleted=include_deleted,
-        ):
-            found.append(proxy)
-            if limit is not None and len(found) >= limit:
-                break
+        )
+        found: list[Proxy] = list(islice(pages, limit))  # limit None: every page
     if output is Format.json:
         render.emit_json(found)
     else:
