@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+import base64
 import functools
 import json
 import shutil
@@ -115,3 +116,32 @@ def providers_text(docs: list[Doc]) -> str:
 def selects(selector: dict[str, str], labels: dict[str, str]) -> bool:
     """Whether a matchLabels selector matches these labels."""
     return all(labels.get(key) == value for key, value in selector.items())
+
+
+def container_env(docs: list[Doc], container: dict[str, Any]) -> dict[str, str]:
+    """The environment Kubernetes gives a container: its envFrom ConfigMaps and Secrets in
+    order, then its env (which wins), resolved against the rendered objects. Only the forms
+    deploy/ uses; anything else (or a missing object or key) fails the test."""
+
+    def data(kind: str, name: str) -> dict[str, str]:
+        doc = named(docs, kind, name)
+        if kind == "Secret":
+            found = {k: base64.b64decode(v).decode() for k, v in doc.get("data", {}).items()}
+            plain: dict[str, str] = doc.get("stringData", {})
+            return found | plain
+        values: dict[str, str] = doc["data"]
+        return values
+
+    env: dict[str, str] = {}
+    for source in container.get("envFrom", []):
+        ((ref, target),) = source.items()
+        kind = {"configMapRef": "ConfigMap", "secretRef": "Secret"}[ref]
+        env |= data(kind, target["name"])
+    for var in container.get("env", []):
+        if "value" in var:
+            env[var["name"]] = var["value"]
+            continue
+        ((ref, target),) = var["valueFrom"].items()
+        kind = {"configMapKeyRef": "ConfigMap", "secretKeyRef": "Secret"}[ref]
+        env[var["name"]] = data(kind, target["name"])[target["key"]]
+    return env

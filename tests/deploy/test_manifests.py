@@ -183,6 +183,11 @@ def test_kvm_component_renders_on_the_base(rendered: list[dict[str, Any]]) -> No
     assert config.get("onprem").type == "kvm"
 
 
+LISTEN_FLAGS = {"proxyfleet-api": ("--host",), "proxyfleet-gateway": ("--host", "--metrics-host")}
+"""The address flags of each server a pod runs, where not just --metrics-host: the API
+serves its probes on its own port; the gateway has its proxy endpoint beside them."""
+
+
 def test_health_servers_listen_on_every_interface_by_explicit_choice() -> None:
     """The services' /healthz /readyz /metrics servers default to 127.0.0.1; a pod's
     kubelet probes reach them only when the manifest asks for 0.0.0.0."""
@@ -194,7 +199,7 @@ def test_health_servers_listen_on_every_interface_by_explicit_choice() -> None:
         if not str(container["command"][0]).startswith("proxyfleet-"):
             continue  # NATS and Redis
         args = container["args"]
-        flag = "--host" if container["command"] == ["proxyfleet-api"] else "--metrics-host"
-        assert args[args.index(flag) + 1] == "0.0.0.0", dep["metadata"]["name"]
+        for flag in LISTEN_FLAGS.get(container["command"][0], ("--metrics-host",)):
+            assert args[args.index(flag) + 1] == "0.0.0.0", (dep["metadata"]["name"], flag)
         checked.add(dep["metadata"]["name"])
-    assert checked == {"api", "gc", "health", "provisioner-local", "provisioner-kvm"}
+    assert checked == {"api", "gateway", "gc", "health", "provisioner-local", "provisioner-kvm"}

@@ -1,7 +1,7 @@
 """Cross-object checks of every rendered overlay: what a schema cannot see. Each Deployment
 runs as its own existing ServiceAccount, non-root, with probes and resources; each
 PodDisruptionBudget, HorizontalPodAutoscaler and Service selects an existing Deployment's
-pods; the metrics Service and ServiceMonitor reach every service; one image for all."""
+pods; the metrics Service and ServiceMonitor reach every service once; one image for all."""
 
 from __future__ import annotations
 
@@ -14,6 +14,9 @@ TOKEN_MOUNTED = {"provisioner-k8s"}
 """The only service that calls the Kubernetes API, hence the only mounted token."""
 WRITABLE_ROOT = {"provisioner-local"}
 """Its Squids write outside the state volume (deploy/kubernetes/provisioner-local.yaml)."""
+SERVING_PORTS = {"gateway": ["proxy"]}
+"""Ports beside a pod's health and metrics server: the gateway's proxy endpoint (the API's
+REST routes share that server's port, `http`)."""
 
 
 def _pod_labels(workload: Doc) -> dict[str, str]:
@@ -31,6 +34,20 @@ def _selected(docs: list[Doc], namespace: str, selector: dict[str, str]) -> list
         for w in _workloads(docs)
         if w["metadata"]["namespace"] == namespace and selects(selector, _pod_labels(w))
     ]
+
+
+def _port_names(workload: Doc) -> list[str]:
+    (container,) = pod_spec(workload)["containers"]
+    return [p["name"] for p in container["ports"]]
+
+
+def _health_port(docs: list[Doc], workload: Doc) -> str:
+    """The container port of the health and metrics server: the one port that the metrics
+    Service targets (`http`, or the gateway's `metrics`)."""
+    metrics = named(docs, "Service", "proxyfleet-metrics")
+    targets = {p["targetPort"] for p in metrics["spec"]["ports"]}
+    (port,) = [name for name in _port_names(workload) if name in targets]
+    return port
 
 
 @pytest.fixture(params=OVERLAYS)
@@ -68,12 +85,13 @@ def test_every_deployment_is_non_root_probed_and_bounded(docs: list[Doc]) -> Non
         assert security["allowPrivilegeEscalation"] is False, name
         assert security["capabilities"] == {"drop": ["ALL"]}, name
         assert security["readOnlyRootFilesystem"] is (name not in WRITABLE_ROOT), name
-        assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
-        assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
+        health = _health_port(docs, dep)
+        assert container["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": health}
+        assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": health}
         resources = container["resources"]
         assert {"cpu", "memory"} <= set(resources["requests"]), name
         assert "memory" in resources["limits"], name
-        assert [p["name"] for p in container["ports"]] == ["http"], name
+        assert sorted(_port_names(dep)) == sorted([health, *SERVING_PORTS.get(name, [])]), name
 
 
 def test_every_deployment_of_ours_uses_the_one_image(docs: list[Doc]) -> None:
@@ -107,19 +125,29 @@ def test_budgets_and_autoscalers_select_an_existing_deployment(docs: list[Doc]) 
         assert "replicas" not in dep["spec"]
         assert 1 <= hpa["spec"]["minReplicas"] < hpa["spec"]["maxReplicas"]
         autoscaled.add(target["name"])
-    assert autoscaled == {"api", "health"}
+    assert autoscaled == {"api", "gateway", "health"}
 
 
 def test_services_select_existing_pods_on_a_named_port(docs: list[Doc]) -> None:
+    """Every selected pod has a port of the Service, and every port of it reaches a pod (a
+    pod without a port's target is no endpoint of that port: proxyfleet-metrics has one port
+    per name its pods use)."""
     for service in of_kind(docs, "Service"):
+        name = service["metadata"]["name"]
         pods = _selected(docs, service["metadata"]["namespace"], service["spec"]["selector"])
-        assert pods, service["metadata"]["name"]
-        for port in service["spec"]["ports"]:
-            target = port["targetPort"]
-            for workload in pods:
-                (container,) = pod_spec(workload)["containers"]
-                ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-                assert target in ports or target in ports.values(), service["metadata"]["name"]
+        assert pods, name
+        reached = set()
+        for workload in pods:
+            (container,) = pod_spec(workload)["containers"]
+            ports = {p["name"]: p["containerPort"] for p in container["ports"]}
+            served = {
+                p["port"]
+                for p in service["spec"]["ports"]
+                if p["targetPort"] in ports or p["targetPort"] in ports.values()
+            }
+            assert served, (name, workload["metadata"]["name"])
+            reached |= served
+        assert reached == {p["port"] for p in service["spec"]["ports"]}, name
 
 
 def test_the_metrics_service_covers_every_service_of_ours(docs: list[Doc]) -> None:
@@ -129,11 +157,15 @@ def test_the_metrics_service_covers_every_service_of_ours(docs: list[Doc]) -> No
         w["metadata"]["name"] for w in _selected(docs, "proxyfleet", metrics["spec"]["selector"])
     }
     assert scraped == {d["metadata"]["name"] for d in of_kind(docs, "Deployment")}
+    # Each pod is an endpoint of exactly one port: scraped once, on its metrics server.
+    for dep in of_kind(docs, "Deployment"):
+        targets = [p["targetPort"] for p in metrics["spec"]["ports"]]
+        assert [t for t in targets if t in _port_names(dep)] == [_health_port(docs, dep)]
     for monitor in of_kind(docs, "ServiceMonitor"):
         assert selects(monitor["spec"]["selector"]["matchLabels"], metrics["metadata"]["labels"])
         assert monitor["spec"]["namespaceSelector"]["matchNames"] == ["proxyfleet"]
         ports = {p["name"] for p in metrics["spec"]["ports"]}
-        assert [(e["port"], e["path"]) for e in monitor["spec"]["endpoints"]] == [
+        assert sorted((e["port"], e["path"]) for e in monitor["spec"]["endpoints"]) == [
             (port, "/metrics") for port in sorted(ports)
         ]
 

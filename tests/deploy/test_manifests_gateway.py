@@ -1,0 +1,167 @@
+"""The gateway in deploy/ (deploy/kubernetes/core/gateway.yaml): the settings each rendered
+overlay gives it, read through its own command line and env rules as the pod would; its
+ports against the Service, the probes and the metrics scrape; the client tokens it shares
+with the API."""
+
+from __future__ import annotations
+
+import tomllib
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+from tests.deploy.kube import (
+    OVERLAYS,
+    ROOT,
+    Doc,
+    container_env,
+    named,
+    pod_spec,
+    render,
+)
+
+from proxyfleet.api.main import SERVICE as API
+from proxyfleet.api.settings import ApiSettings
+from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.host import Service
+from proxyfleet.common.host.command import all_options, build_settings, command
+from proxyfleet.common.settings import CommonSettings
+from proxyfleet.gateway.main import SERVICE as GATEWAY
+from proxyfleet.gateway.settings import GatewaySettings
+
+OPERATOR_SECRETS: list[Doc] = [
+    {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "proxyfleet-api-tokens", "namespace": "proxyfleet"},
+        "stringData": {
+            "PROXYFLEET_API_ADMIN_TOKENS": "ops:admin-secret-0123456789",
+            "PROXYFLEET_API_CLIENT_TOKENS": "crawler:client-secret-0123456789,"
+            "shop:client-secret-abcdefghij",
+        },
+    },
+    {
+        "apiVersion": "v1",
+        "kind": "Secret",
+        "metadata": {"name": "proxyfleet-stores", "namespace": "proxyfleet"},
+        "stringData": {
+            "PROXYFLEET_NATS_URL": "nats://nats.example.internal:4222",
+            "PROXYFLEET_REDIS_URL": "rediss://redis.example.internal:6379/0",
+        },
+    },
+]
+"""The Secrets as an operator makes them before applying: real tokens in place of the
+committed placeholders (which the services refuse), and production's store URLs."""
+
+
+def _with_operator_secrets(docs: list[Doc]) -> list[Doc]:
+    replaced = {s["metadata"]["name"] for s in OPERATOR_SECRETS}
+    kept = [d for d in docs if not (d["kind"] == "Secret" and d["metadata"]["name"] in replaced)]
+    return kept + OPERATOR_SECRETS
+
+
+def _container(docs: list[Doc], name: str) -> dict[str, Any]:
+    (container,) = pod_spec(named(docs, "Deployment", name))["containers"]
+    found: dict[str, Any] = container
+    return found
+
+
+def _settings(service: Service[Any], docs: list[Doc], name: str) -> tuple[CommonSettings, Any]:
+    """What the console script of Deployment `name` builds from the pod's args and env:
+    its own option parsing, with nothing of this process's environment."""
+    container = _container(docs, name)
+    assert container["command"] == [f"proxyfleet-{service.name}"]
+    specs = all_options(service)
+    built: list[tuple[CommonSettings, Any]] = []
+    cmd = command(service)
+    cmd.callback = lambda **values: built.append(build_settings(service, specs, values))
+    env: dict[str, str | None] = {e: None for spec in specs for e in spec.envvars}
+    env |= container_env(docs, container)
+    result = CliRunner().invoke(cmd, container["args"], env=env, catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return built[-1]
+
+
+def _ports(container: dict[str, Any]) -> dict[str, int]:
+    return {p["name"]: p["containerPort"] for p in container["ports"]}
+
+
+@pytest.fixture(params=OVERLAYS)
+def docs(request: pytest.FixtureRequest) -> list[Doc]:
+    overlay: str = request.param
+    return _with_operator_secrets(render(overlay))
+
+
+def test_the_gateway_runs_its_console_script_listening_on_every_interface(
+    docs: list[Doc],
+) -> None:
+    pyproject = tomllib.loads((ROOT / "services/gateway/pyproject.toml").read_text())
+    assert "proxyfleet-gateway" in pyproject["project"]["scripts"]
+    _, gateway = _settings(GATEWAY, docs, "gateway")
+    assert isinstance(gateway, GatewaySettings)
+    # Both default to 127.0.0.1: neither the Service nor the kubelet's probes would reach it.
+    assert (gateway.host, gateway.metrics_host) == ("0.0.0.0", "0.0.0.0")
+
+
+def test_the_ports_it_listens_on_are_those_of_the_service_probes_and_scrape(
+    docs: list[Doc],
+) -> None:
+    _, gateway = _settings(GATEWAY, docs, "gateway")
+    container = _container(docs, "gateway")
+    assert _ports(container) == {"proxy": gateway.port, "metrics": gateway.metrics_port}
+    # Clients in the cluster use http://gateway.proxyfleet:8899.
+    service = named(docs, "Service", "gateway")
+    assert service["metadata"]["namespace"] == "proxyfleet"
+    assert service["spec"]["ports"] == [{"name": "proxy", "port": 8899, "targetPort": "proxy"}]
+    for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
+        assert container[probe]["httpGet"] == {"path": path, "port": "metrics"}
+    metrics = named(docs, "Service", "proxyfleet-metrics")
+    targets = [p["targetPort"] for p in metrics["spec"]["ports"]]
+    assert [t for t in targets if t in _ports(container)] == ["metrics"]  # never `proxy`
+
+
+def test_the_gateway_takes_the_apis_client_tokens_and_no_admin_token(docs: list[Doc]) -> None:
+    _, gateway = _settings(GATEWAY, docs, "gateway")
+    _, api = _settings(API, docs, "api")
+    assert isinstance(api, ApiSettings)
+    # A token the API takes as a bearer token is a proxy password at the gateway.
+    assert gateway.client_tokens == api.client_tokens
+    assert len(gateway.client_tokens) == 2
+    admin_secrets = {t.split(":", 1)[1] for t in api.admin_tokens}
+    gateway_env = container_env(docs, _container(docs, "gateway")).values()
+    assert not [value for value in gateway_env if any(s in value for s in admin_secrets)]
+
+
+def test_gateway_and_api_grant_under_the_same_lease_policy(docs: list[Doc]) -> None:
+    """Leases granted through either follow one cooldown, TTL cap, ban and probe age."""
+    _, gateway = _settings(GATEWAY, docs, "gateway")
+    _, api = _settings(API, docs, "api")
+    policy = gateway.policy()
+    assert (policy.cooldown, policy.max_ttl, policy.ban_seconds, policy.max_probe_age) == (
+        api.cooldown,
+        api.max_lease_ttl,
+        api.ban_seconds,
+        api.max_probe_age,
+    )
+
+
+def test_the_gateway_reads_the_providers_config_of_the_install(docs: list[Doc]) -> None:
+    """Usernames select zones and providers of the mounted config, as the API's grants do."""
+    gateway_common, _ = _settings(GATEWAY, docs, "gateway")
+    api_common, _ = _settings(API, docs, "api")
+    assert gateway_common == api_common
+    spec = pod_spec(named(docs, "Deployment", "gateway"))
+    (mount,) = _container(docs, "gateway")["volumeMounts"]
+    folder, file = gateway_common.providers_config.rsplit("/", 1)
+    assert mount["mountPath"] == folder
+    (volume,) = [v for v in spec["volumes"] if v["name"] == mount["name"]]
+    configmap = named(docs, "ConfigMap", volume["configMap"]["name"])
+    assert file in configmap["data"]
+
+
+def test_the_committed_placeholder_tokens_are_refused_by_the_gateway_too() -> None:
+    """Applied without replacing the token Secret, the gateway fails to start (as the API
+    does) rather than accept the well-known placeholder as a password."""
+    docs = render("kubernetes")
+    with pytest.raises(ConfigError, match="--client-token"):
+        _settings(GATEWAY, docs, "gateway")
