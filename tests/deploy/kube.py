@@ -145,3 +145,39 @@ def container_env(docs: list[Doc], container: dict[str, Any]) -> dict[str, str]:
         kind = {"configMapKeyRef": "ConfigMap", "secretKeyRef": "Secret"}[ref]
         env[var["name"]] = data(kind, target["name"])[target["key"]]
     return env
+
+
+def admits(policy: Doc, docs: list[Doc], workload: Doc, port: int) -> bool:
+    """Whether a NetworkPolicy's ingress rules admit the pods of a workload, on a TCP port
+    (matchLabels selectors only, as in deploy/; another form fails the test)."""
+    namespace = workload["metadata"]["namespace"]
+    # The API server labels every namespace with its name.
+    ns_labels = {"kubernetes.io/metadata.name": namespace}
+    ns_labels |= named(docs, "Namespace", namespace)["metadata"].get("labels", {})
+    pod_labels = workload["spec"]["template"]["metadata"]["labels"]
+
+    def matches(selector: dict[str, Any] | None, labels: dict[str, str]) -> bool:
+        if selector is None:
+            return True
+        assert set(selector) <= {"matchLabels"}, selector
+        return selects(selector.get("matchLabels", {}), labels)
+
+    def peer_admits(peer: dict[str, Any]) -> bool:
+        assert set(peer) <= {"namespaceSelector", "podSelector"}, peer
+        if "namespaceSelector" not in peer and namespace != policy["metadata"]["namespace"]:
+            return False  # a podSelector alone selects pods of the policy's namespace
+        return matches(peer.get("namespaceSelector"), ns_labels) and matches(
+            peer.get("podSelector"), pod_labels
+        )
+
+    for rule in policy["spec"].get("ingress", []):
+        # No ports or no peers: every port, every source.
+        ports = rule.get("ports")
+        if ports and not any(
+            p.get("protocol", "TCP") == "TCP" and p["port"] == port for p in ports
+        ):
+            continue
+        peers = rule.get("from")
+        if not peers or any(peer_admits(peer) for peer in peers):
+            return True
+    return False

@@ -1,7 +1,7 @@
 """The gateway in deploy/ (deploy/kubernetes/core/gateway.yaml): the settings each rendered
 overlay gives it, read through its own command line and env rules as the pod would; its
 ports against the Service, the probes and the metrics scrape; the client tokens it shares
-with the API."""
+with the API; and the proxies' NetworkPolicy letting it through."""
 
 from __future__ import annotations
 
@@ -9,14 +9,18 @@ import tomllib
 from typing import Any
 
 import pytest
+import yaml
 from click.testing import CliRunner
 from tests.deploy.kube import (
     OVERLAYS,
     ROOT,
     Doc,
+    admits,
     container_env,
     named,
+    of_kind,
     pod_spec,
+    providers_text,
     render,
 )
 
@@ -29,6 +33,8 @@ from proxyfleet.common.settings import CommonSettings
 from proxyfleet.gateway.main import SERVICE as GATEWAY
 from proxyfleet.gateway.settings import GatewaySettings
 
+WITH_K8S = ("kubernetes-dev", "kubernetes-production")
+"""The overlays with the Kubernetes provider, whose proxy pods the NetworkPolicy guards."""
 OPERATOR_SECRETS: list[Doc] = [
     {
         "apiVersion": "v1",
@@ -165,3 +171,17 @@ def test_the_committed_placeholder_tokens_are_refused_by_the_gateway_too() -> No
     docs = render("kubernetes")
     with pytest.raises(ConfigError, match="--client-token"):
         _settings(GATEWAY, docs, "gateway")
+
+
+@pytest.mark.parametrize("overlay", WITH_K8S)
+def test_the_proxies_network_policy_lets_the_gateway_reach_the_squid_port(overlay: str) -> None:
+    docs = render(overlay)
+    (policy,) = of_kind(docs, "NetworkPolicy")
+    providers = yaml.safe_load(providers_text(docs))["providers"]
+    (provider,) = [p for p in providers if p["type"] == "kubernetes"]
+    squid_port = provider["kubernetes"]["proxy_port"]
+    gateway = named(docs, "Deployment", "gateway")
+    assert admits(policy, docs, gateway, squid_port)
+    assert not admits(policy, docs, gateway, squid_port + 1)
+    # The gateway's client namespace needs no label; the other control-plane pods stay out.
+    assert not admits(policy, docs, named(docs, "Deployment", "api"), squid_port)

@@ -134,7 +134,7 @@ def test_the_role_is_exactly_the_provisioners_calls_in_the_proxies_namespace(
 
 
 @pytest.mark.parametrize("overlay", WITH_K8S)
-def test_the_network_policy_admits_labelled_clients_and_health_on_the_proxy_port(
+def test_the_network_policy_admits_labelled_clients_health_and_gateway_on_the_proxy_port(
     overlay: str,
 ) -> None:
     docs = render(overlay)
@@ -146,20 +146,26 @@ def test_the_network_policy_admits_labelled_clients_and_health_on_the_proxy_port
     (rule,) = spec["ingress"]
     cluster = _entry(rendered_providers_text(docs), "cluster")["kubernetes"]
     assert rule["ports"] == [{"protocol": "TCP", "port": cluster["proxy_port"]}]
-    clients, health_peer = rule["from"]
+    clients, *component_peers = rule["from"]
     assert clients == {"namespaceSelector": {"matchLabels": {"proxyfleet.io/proxy-client": "true"}}}
-    health = named(docs, "Deployment", "health")
-    assert health_peer["namespaceSelector"]["matchLabels"] == {
-        "kubernetes.io/metadata.name": health["metadata"]["namespace"]
-    }
-    assert selects(
-        health_peer["podSelector"]["matchLabels"], health["spec"]["template"]["metadata"]["labels"]
-    )
-    # Not the other services' pods: only health probes the proxies.
-    api = named(docs, "Deployment", "api")
-    assert not selects(
-        health_peer["podSelector"]["matchLabels"], api["spec"]["template"]["metadata"]["labels"]
-    )
+    # Of the control plane, only health (it probes through the proxies) and the gateway (it
+    # tunnels through them), each a peer of its own: namespace and pods in one.
+    admitted = set()
+    for peer in component_peers:
+        assert peer["namespaceSelector"]["matchLabels"] == {
+            "kubernetes.io/metadata.name": "proxyfleet"
+        }
+        (name,) = [
+            d["metadata"]["name"]
+            for d in of_kind(docs, "Deployment")
+            if d["metadata"]["namespace"] == "proxyfleet"
+            and selects(
+                peer["podSelector"]["matchLabels"], d["spec"]["template"]["metadata"]["labels"]
+            )
+        ]
+        admitted.add(name)
+    assert admitted == {"health", "gateway"}
+    assert len(component_peers) == 2
 
 
 def test_the_kubernetes_entry_is_the_same_in_dev_and_production() -> None:
