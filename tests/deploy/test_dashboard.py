@@ -100,7 +100,7 @@ def test_every_metric_a_panel_queries_is_defined_with_the_labels_it_uses() -> No
             assert {g.strip() for g in group.split(",") if g.strip()} <= known, expr
         queried |= names
     # What the dashboard is for: fleet by phase, grants and conflicts, probe latency,
-    # provider call errors.
+    # provider call errors (the gateway's row: test_the_gateway_row_plots_...).
     assert {
         "proxyfleet_registry_proxies",
         "proxyfleet_leases_granted_total",
@@ -109,6 +109,39 @@ def test_every_metric_a_panel_queries_is_defined_with_the_labels_it_uses() -> No
         "proxyfleet_provider_call_seconds_count",
         "proxyfleet_health_claimed_total",
     } <= queried
+
+
+def _row(dashboard: dict[str, Any], title: str) -> list[dict[str, Any]]:
+    """The panels below the row `title`, up to the next row."""
+    panels: list[dict[str, Any]] = dashboard["panels"]
+    (start,) = [i for i, p in enumerate(panels) if p["type"] == "row" and p["title"] == title]
+    rest = panels[start + 1 :]
+    ends = [i for i, p in enumerate(rest) if p["type"] == "row"]
+    return rest[: ends[0]] if ends else rest
+
+
+def test_the_gateway_row_plots_tunnels_bytes_and_waits() -> None:
+    dashboard = json.loads(DASHBOARD.read_text())
+    exprs = [t["expr"] for p in _row(dashboard, "Gateway") for t in p["targets"]]
+    queried = {name for expr in exprs for name, _ in SERIES.findall(expr)}
+    assert queried == {
+        "proxyfleet_gateway_open_tunnels",
+        "proxyfleet_gateway_tunnels_total",
+        "proxyfleet_gateway_bytes_total",
+        "proxyfleet_gateway_upstream_connect_seconds_bucket",
+        "proxyfleet_gateway_sessions_active",
+        "proxyfleet_gateway_grant_seconds_bucket",
+    }
+    quantiles = {
+        (name, q)
+        for expr in exprs
+        for q, name in re.findall(r"histogram_quantile\(([0-9.]+), .*?\b(proxyfleet_\w+)", expr)
+    }
+    assert quantiles == {
+        ("proxyfleet_gateway_upstream_connect_seconds_bucket", "0.5"),
+        ("proxyfleet_gateway_upstream_connect_seconds_bucket", "0.99"),
+        ("proxyfleet_gateway_grant_seconds_bucket", "0.99"),
+    }
 
 
 def test_every_panel_uses_the_datasource_variable_and_ids_are_unique() -> None:
