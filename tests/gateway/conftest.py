@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import shutil
+import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, replace
@@ -14,6 +15,7 @@ from urllib.parse import quote
 
 import pytest
 import redis.asyncio as aioredis
+import uvloop
 from tests.api.helpers import (
     CLIENT,
     CLIENT_NAME,
@@ -164,16 +166,19 @@ class CurlResult:
 
 
 async def curl(proxy_url: str, url: str, *extra: str, ca_file: str = "") -> CurlResult:
-    """The real curl, through the gateway (run as a process: the gateway shares this loop)."""
-    argv = ["curl", "-sS", "--max-time", "10", "-x", proxy_url, "-D", "/dev/stderr", url]
-    argv += [*(["--cacert", ca_file] if ca_file else []), *extra]
-    proc = await asyncio.create_subprocess_exec(
-        *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
-    )
-    out, err = await proc.communicate()
+    """The real curl, through the gateway (run as a process: the gateway shares this loop).
+    The heads go to a file: under uvloop a child's stdio are sockets, which curl cannot
+    open as /dev/stderr."""
+    with tempfile.NamedTemporaryFile(prefix="pf-curl-heads-") as heads:
+        argv = ["curl", "-sS", "--max-time", "10", "-x", proxy_url, "-D", heads.name, url]
+        argv += [*(["--cacert", ca_file] if ca_file else []), *extra]
+        proc = await asyncio.create_subprocess_exec(
+            *argv, stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE
+        )
+        out, err = await proc.communicate()
+        head = heads.read().decode(errors="replace")  # a few hundred bytes, local
     assert proc.returncode is not None
-    text = err.decode(errors="replace")
-    return CurlResult(proc.returncode, text, out, text)
+    return CurlResult(proc.returncode, head, out, err.decode(errors="replace"))
 
 
 @dataclass
@@ -226,3 +231,11 @@ async def eventually(predicate: Callable[[], bool], within: float = 5.0) -> None
             return
         await asyncio.sleep(0.01)
     assert predicate(), f"not true within {within} s"
+
+
+def pytest_asyncio_loop_factories(
+    config: pytest.Config, item: pytest.Item
+) -> dict[str, Callable[[], asyncio.AbstractEventLoop]]:
+    """Every gateway test runs on plain asyncio and on uvloop (what the service runs on):
+    their transports differ (uvloop's do not subclass asyncio.Transport)."""
+    return {"asyncio": asyncio.new_event_loop, "uvloop": uvloop.new_event_loop}

@@ -16,3 +16,7 @@ class BenchEnv:
     """A Redis server started for this run: benchmarks may FLUSHDB it."""
     quick: bool = False
     """Smaller sizes and shorter runs (a smoke run that checks the benchmark works)."""
+    nats_pid: int = 0
+    """The NATS server's process (0: not known), for CPU accounting."""
+    redis_pid: int = 0
+    """The Redis server's process (0: not known), for CPU accounting."""

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import redis.asyncio as aioredis
 
+from proxyfleet.bench import cpu_ledger
 from proxyfleet.bench.env import BenchEnv
 from proxyfleet.bench.figures import Figure
 from proxyfleet.bench.health_fleet import PROVIDER, SquidPool, fleet_proxies, seed, start_squids
@@ -73,26 +74,25 @@ async def _one_connect(ep: Endpoint, authority: str) -> tuple[bool, float]:
 
 async def connect_rate(
     endpoints: list[Endpoint], authority: str, workers: int, seconds: float
-) -> tuple[float, int, list[float]]:
-    """(tunnels set up per second, refused, latencies) with `workers` in a loop each."""
-    done, refused, latencies = 0, 0, []
+) -> tuple[float, int, int]:
+    """(tunnels set up per second, refused, set up) with `workers` in a loop each."""
+    done, refused = 0, 0
     deadline = time.monotonic() + seconds
 
     async def worker(i: int) -> None:
         nonlocal done, refused
         n = i
         while time.monotonic() < deadline:
-            ok, took = await _one_connect(endpoints[n % len(endpoints)], authority)
+            ok, _ = await _one_connect(endpoints[n % len(endpoints)], authority)
             n += workers
             if ok:
                 done += 1
-                latencies.append(took)
             else:
                 refused += 1
 
     started = time.monotonic()
     await asyncio.gather(*(worker(i) for i in range(workers)))
-    return done / (time.monotonic() - started), refused, latencies
+    return done / (time.monotonic() - started), refused, done
 
 
 async def p50_sequential(ep: list[Endpoint], authority: str, count: int) -> float:
@@ -112,19 +112,6 @@ def download_speed(proxy_url: str, url: str, ca: str) -> float:
         capture_output=True, text=True, check=True, timeout=300,
     )  # fmt: skip
     return float(out.stdout)
-
-
-def _cpu_seconds(pids: list[int]) -> float:
-    total = 0
-    for pid in pids:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
-
-
-async def _redis_cpu_seconds(redis: aioredis.Redis) -> float:
-    info = await redis.info("cpu")
-    return float(info["used_cpu_user"]) + float(info["used_cpu_sys"])
 
 
 def _rss_kib(pids: list[int]) -> int:
@@ -224,12 +211,18 @@ async def run(env: BenchEnv) -> list[Figure]:
         authority = f"127.0.0.1:{bulk_port}"
         for ep in (direct, [gw]):  # warm both paths (auth helper caches, imports)
             await connect_rate(ep, authority, 4, 0.5)
+        trees = {
+            "gateway": pids, "squids": pool.pids(), "redis": [env.redis_pid],
+            "nats": [env.nats_pid], "target": [bulk.pid],
+        }  # fmt: skip
         d_load = os.getloadavg()[0]
-        d_rate, _, _ = await connect_rate(direct, authority, workers, seconds)
-        cpu0, rcpu0 = _cpu_seconds(pids), await _redis_cpu_seconds(redis)
-        g_rate, g_refused, _ = await connect_rate([gw], authority, workers, seconds)
-        g_cpu = (_cpu_seconds(pids) - cpu0) / seconds
-        r_cpu = (await _redis_cpu_seconds(redis) - rcpu0) / seconds
+        before = cpu_ledger.snapshot(trees)
+        d_rate, _, d_done = await connect_rate(direct, authority, workers, seconds)
+        between = cpu_ledger.snapshot(trees)
+        g_rate, g_refused, g_done = await connect_rate([gw], authority, workers, seconds)
+        after = cpu_ledger.snapshot(trees)
+        d_cpu = cpu_ledger.per_operation(before, between, d_done)
+        g_cpu = cpu_ledger.per_operation(between, after, g_done)
         g_load = os.getloadavg()[0]
         d_p50 = await p50_sequential(direct, authority, 200)
         g_p50 = await p50_sequential([gw], authority, 200)
@@ -254,11 +247,10 @@ async def run(env: BenchEnv) -> list[Figure]:
             target=">= 50% of direct CONNECTs", baseline=round(d_rate, 1),
             ratio=round(g_rate / d_rate, 3), met=g_rate >= 0.5 * d_rate,
             notes=f"{workers} connections in a loop for {seconds:g} s each; {SQUIDS} Squids; "
-            f"{g_refused} refused; {GATEWAYS} gateway processes used {g_cpu:.0%} of a core "
-            f"({g_cpu / g_rate * 1e6:.0f} us CPU per tunnel), Redis {r_cpu:.0%} "
-            f"({r_cpu / g_rate * 1e6:.0f} us); load average {d_load:.1f} before the direct "
-            f"run, {g_load:.1f} after the gateway's (the rate is CPU-bound when the machine "
-            "is: every process shares its cores)",
+            f"{g_refused} refused; {GATEWAYS} gateway processes; CPU per tunnel (us): "
+            f"{_ledger(g_cpu)}, per direct CONNECT: {_ledger(d_cpu)}; load average "
+            f"{d_load:.1f} before the direct run, {g_load:.1f} after the gateway's (the rate "
+            "is CPU-bound when the machine is: every process shares its cores)",
         ),
         Figure(
             "gateway bulk throughput, one tunnel", round(g_speed / mib, 1), "MiB/s",
@@ -277,6 +269,10 @@ async def run(env: BenchEnv) -> list[Figure]:
             "its own lease",
         ),
     ]  # fmt: skip
+
+
+def _ledger(cpu: dict[str, float]) -> str:
+    return ", ".join(f"{part} {us:.0f}" for part, us in cpu.items() if round(us))
 
 
 def _distinct(proxies: list[Proxy]) -> list[Proxy]:

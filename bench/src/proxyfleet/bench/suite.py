@@ -83,7 +83,14 @@ async def run_all(names: Sequence[str], *, quick: bool, base: Path, echo: Echo =
     try:
         redis = start_redis(base / "redis", base / "logs" / "redis.log")
         try:
-            env = BenchEnv(base_dir=base, nats_url=nats.url, redis_url=redis.url, quick=quick)
+            env = BenchEnv(
+                base_dir=base,
+                nats_url=nats.url,
+                redis_url=redis.url,
+                quick=quick,
+                nats_pid=nats.process.pid,
+                redis_pid=redis.process.pid,
+            )
             return await run_modules(env, names, echo)
         finally:
             redis.stop()

@@ -1,37 +1,15 @@
-"""The bytes of a relayed connection: the copy loops, and the request and response heads
-of plain-HTTP forwarding as the gateway rewrites them."""
+"""The heads of a relayed connection as the gateway rewrites them: the ids a client is
+told, the request a plain-HTTP upstream gets and the response head the client gets."""
 
 from __future__ import annotations
 
-import asyncio
-import time
-
-from prometheus_client import Counter
-
 from proxyfleet.gateway import wire
-from proxyfleet.gateway.tunnels import Hold, Relay
+from proxyfleet.gateway.tunnels import Hold
 from proxyfleet.gateway.upstream import credentials
 
-CHUNK = 65_536
 LEASE_HEADER, PROXY_HEADER = "X-Proxyfleet-Lease-Id", "X-Proxyfleet-Proxy-Id"
 EPOCH_HEADER = "X-Proxyfleet-Lease-Epoch"
 """With the lease id, what renew, report and release through the API take."""
-
-
-async def pipe(
-    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, relay: Relay, counter: Counter
-) -> None:
-    """Copy until end of stream, then pass the end on (half-close); any error closes both."""
-    try:
-        while data := await reader.read(CHUNK):
-            writer.write(data)
-            counter.inc(len(data))
-            relay.last_active = time.monotonic()
-            await writer.drain()
-        if writer.can_write_eof() and not writer.is_closing():
-            writer.write_eof()
-    except (OSError, RuntimeError):
-        relay.close(relay.ended)
 
 
 def ids(hold: Hold) -> list[tuple[str, str]]:

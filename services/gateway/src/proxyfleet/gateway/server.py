@@ -9,7 +9,6 @@ so a client can report outcomes through the API."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import math
 from dataclasses import dataclass
 
@@ -19,18 +18,13 @@ from proxyfleet.common.models import LeaseOutcome
 from proxyfleet.common.providers_config import ProvidersConfig
 from proxyfleet.gateway import wire
 from proxyfleet.gateway.auth import TokenBook
-from proxyfleet.gateway.forward import ids, pipe, upstream_head, with_ids
+from proxyfleet.gateway.forward import ids, upstream_head, with_ids
 from proxyfleet.gateway.leasing import Leaser
 from proxyfleet.gateway.metrics import BYTES_DOWN, BYTES_UP, TUNNELS
 from proxyfleet.gateway.settings import GatewaySettings
+from proxyfleet.gateway.splice import HeadTooLarge, Side, relayed
 from proxyfleet.gateway.tunnels import Hold, Relay, Tunnels
-from proxyfleet.gateway.upstream import (
-    Streams,
-    UpstreamFailed,
-    open_tunnel,
-    open_upstream,
-    status_of,
-)
+from proxyfleet.gateway.upstream import UpstreamFailed, open_tunnel, open_upstream, status_of
 from proxyfleet.gateway.username import Selector, UsernameError, parse_username
 
 log = get_logger(__name__)
@@ -73,13 +67,15 @@ class Gateway:
         self._zones = {p.name: set(p.zones) for p in providers.providers}
         self.port = 0
         self.listening = asyncio.Event()
+        self._handlers: dict[Side, asyncio.Task[None]] = {}
+        """Each client connection's handler, until it ends (its lease released)."""
 
     async def run(self, stop: asyncio.Event) -> None:
-        server = await asyncio.start_server(
-            self._serve,
+        loop = asyncio.get_running_loop()
+        server = await loop.create_server(
+            lambda: Side(BYTES_UP, self._accepted, self._s.max_header_bytes),
             self._s.host,
             self._s.port,
-            limit=self._s.max_header_bytes,
             backlog=4096,
             reuse_port=self._s.reuse_port or None,
         )
@@ -91,28 +87,37 @@ class Gateway:
         finally:
             server.close()
             self._tunnels.close_all("stopping")
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(server.wait_closed(), 5)
+            for client in list(self._handlers):
+                client.abort()  # also those still waiting for a grant or an upstream
+            if self._handlers:  # each releases its lease as it ends
+                await asyncio.wait(self._handlers.values(), timeout=5)
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    def _accepted(self, client: Side) -> None:
+        task = asyncio.get_running_loop().create_task(self._serve(client))
+        self._handlers[client] = task
+        task.add_done_callback(lambda _: self._handlers.pop(client, None))
+
+    async def _serve(self, client: Side) -> None:
+        refused: Refused | None = None
         try:
-            await self._handle(reader, writer)
+            await self._handle(client)
+            return  # the relay closed it
         except Refused as r:
+            refused = r
             TUNNELS.labels(r.outcome).inc()
-            with contextlib.suppress(OSError, RuntimeError):
-                writer.write(wire.response(r.status, r.headers, f"{r}\n"))
-                async with asyncio.timeout(1):
-                    await writer.drain()
         except (OSError, asyncio.IncompleteReadError, TimeoutError):
             pass  # the client went away, or stopped sending
         except Exception as exc:  # one connection must never take the gateway down
             TUNNELS.labels("error").inc()
             log.exception("gateway.connection_failed", error=repr(exc))
-        finally:
-            writer.transport.abort()
+        if refused is None:
+            client.abort()
+        else:
+            client.write(wire.response(refused.status, refused.headers, f"{refused}\n"))
+            client.close_after_write(within=1.0)
 
-    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        head = await self._read_head(reader)
+    async def _handle(self, client: Side) -> None:
+        head = await self._read_head(client)
         try:
             req = wire.parse_head(head)
         except wire.BadRequest as exc:
@@ -123,20 +128,20 @@ class Gateway:
         caller.hold = await self._acquire(caller, req.host)
         try:
             if req.is_connect:
-                await self._tunnel(req, caller, reader, writer)
+                await self._tunnel(req, caller, client)
             else:
-                await self._forward(req, caller, reader, writer)
+                await self._forward(req, caller, client)
         finally:
             if caller.hold is not None:
                 await self._leaser.finish(caller.hold)
 
-    async def _read_head(self, reader: asyncio.StreamReader) -> bytes:
+    async def _read_head(self, client: Side) -> bytes:
         try:
             async with asyncio.timeout(self._s.header_timeout):
-                return await reader.readuntil(b"\r\n\r\n")
+                return await client.read_head()
         except TimeoutError:
             raise Refused(408, "no complete request head in time", "timeout") from None
-        except (asyncio.LimitOverrunError, ValueError):
+        except HeadTooLarge:
             raise Refused(
                 431, f"the request head is over {self._s.max_header_bytes} bytes", "bad_request"
             ) from None
@@ -174,7 +179,7 @@ class Gateway:
                 "the lease store is unreachable", 1, "proxy_internal_error"
             ) from None
 
-    async def _upstream(self, caller: Caller, authority: str | None) -> tuple[Hold, Streams]:
+    async def _upstream(self, caller: Caller, authority: str | None) -> tuple[Hold, Side]:
         """Streams to the caller's proxy (a tunnel to `authority`, or a plain connection);
         on failure, report it and retry once on another proxy."""
         assert caller.hold is not None
@@ -182,14 +187,14 @@ class Gateway:
         for attempt in (1, 2):
             try:
                 if authority is not None:
-                    streams = await open_tunnel(
+                    upstream = await open_tunnel(
                         hold.proxy, authority, self._s.connect_timeout, self._s.max_header_bytes
                     )
                 else:
-                    streams = await open_upstream(
+                    upstream = await open_upstream(
                         hold.proxy, self._s.connect_timeout, self._s.max_header_bytes
                     )
-                return hold, streams
+                return hold, upstream
             except UpstreamFailed as exc:
                 log.info(
                     "gateway.upstream_failed",
@@ -211,36 +216,20 @@ class Gateway:
                 caller.hold = hold
         raise AssertionError("unreachable")
 
-    async def _tunnel(
-        self,
-        req: wire.RequestHead,
-        caller: Caller,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-    ) -> None:
-        hold, (ureader, uwriter) = await self._upstream(caller, req.authority)
-        relay = Relay(hold, writer, uwriter)
-        writer.write(wire.response(200, ids(hold)))
-        await self._relay(relay, reader, ureader, until_down=False)
+    async def _tunnel(self, req: wire.RequestHead, caller: Caller, client: Side) -> None:
+        hold, upstream = await self._upstream(caller, req.authority)
+        client.write(wire.response(200, ids(hold)))
+        await self._relay(Relay(hold, client, upstream), until_upstream_eof=False)
 
-    async def _forward(
-        self,
-        req: wire.RequestHead,
-        caller: Caller,
-        reader: asyncio.StreamReader,
-        writer: asyncio.StreamWriter,
-    ) -> None:
-        hold, (ureader, uwriter) = await self._upstream(caller, None)
-        relay = Relay(hold, writer, uwriter)
-        uwriter.write(upstream_head(req, hold))
-        # The body (if any) goes up while the answer is awaited.
-        up = asyncio.ensure_future(pipe(reader, uwriter, relay, BYTES_UP))
+    async def _forward(self, req: wire.RequestHead, caller: Caller, client: Side) -> None:
+        hold, upstream = await self._upstream(caller, None)
+        upstream.write(upstream_head(req, hold))
+        client.pipe_to(upstream)  # the body (if any) goes up while the answer is awaited
         try:
             async with asyncio.timeout(self._s.connect_timeout + self._s.header_timeout):
-                rhead = await ureader.readuntil(b"\r\n\r\n")
-        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, OSError):
-            up.cancel()
-            uwriter.transport.abort()  # the client still gets the answer below
+                rhead = await upstream.read_head()
+        except (TimeoutError, asyncio.IncompleteReadError, HeadTooLarge, OSError):
+            upstream.abort()  # the client still gets the answer below
             await self._leaser.report(hold, LeaseOutcome.FAILED, "no response head")
             raise Refused(
                 502, "the upstream sent no response", "upstream_failed",
@@ -248,40 +237,27 @@ class Gateway:
             ) from None  # fmt: skip
         status = status_of(rhead)
         if status == 407:
-            up.cancel()
-            uwriter.transport.abort()  # the client still gets the answer below
+            upstream.abort()  # the client still gets the answer below
             await self._leaser.report(hold, LeaseOutcome.FAILED, "upstream answered 407")
             raise _upstream_failed("the upstream proxy refused its credentials", "407")
         if status in self._blocked:
             await self._leaser.report(hold, LeaseOutcome.BLOCKED, f"status {status}", req.host)
-        writer.write(with_ids(rhead, hold))
+        client.write(with_ids(rhead, hold))
         BYTES_DOWN.inc(len(rhead))
-        await self._relay(relay, reader, ureader, until_down=True, up=up)
+        # One request per connection: the end of the answer ends it.
+        await self._relay(Relay(hold, client, upstream), until_upstream_eof=True)
 
-    async def _relay(
-        self,
-        relay: Relay,
-        creader: asyncio.StreamReader,
-        ureader: asyncio.StreamReader,
-        *,
-        until_down: bool,
-        up: asyncio.Future[None] | None = None,
-    ) -> None:
-        assert relay.upstream is not None
+    async def _relay(self, relay: Relay, *, until_upstream_eof: bool) -> None:
         self._tunnels.add(relay)
         TUNNELS.labels("ok").inc()
         try:
-            if up is None:
-                up = asyncio.ensure_future(pipe(creader, relay.upstream, relay, BYTES_UP))
-            down = asyncio.ensure_future(pipe(ureader, relay.client, relay, BYTES_DOWN))
-            if until_down:
-                await down  # one request per connection: the answer's end ends it
-            else:
-                await asyncio.wait({up, down})
+            await relayed(relay.client, relay.upstream, until_upstream_eof=until_upstream_eof)
         finally:
-            relay.close(relay.ended)
-            for task in (up, down) if up is not None else ():
-                task.cancel()
+            if relay.ended or relay.client.lost or relay.upstream.lost:
+                relay.close(relay.ended)
+            else:  # both ends (or the answer) finished: what is still buffered goes out
+                relay.client.close_after_write(within=self._s.tunnel_idle)
+                relay.upstream.close_after_write(within=self._s.tunnel_idle)
             self._tunnels.remove(relay)
             if relay.ended:
                 TUNNELS.labels("ended").inc()

@@ -3,13 +3,12 @@ renew or the idle check closes."""
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from proxyfleet.common.store.leases import GrantedProxy
 from proxyfleet.gateway.metrics import OPEN_TUNNELS, SESSIONS_ACTIVE
+from proxyfleet.gateway.splice import Side
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,18 +31,21 @@ class Relay:
     """One client connection, relayed through `hold`'s proxy."""
 
     hold: Hold
-    client: asyncio.StreamWriter
-    upstream: asyncio.StreamWriter | None = None
-    last_active: float = field(default_factory=time.monotonic)
+    client: Side
+    upstream: Side
     ended: str = ""
     """Why the gateway closed it ("" while open or closed by an end)."""
+
+    @property
+    def last_active(self) -> float:
+        """When a byte last arrived from either end (time.monotonic())."""
+        return max(self.client.last_active, self.upstream.last_active)
 
     def close(self, why: str) -> None:
         if not self.ended:
             self.ended = why
-        for writer in (self.client, self.upstream):
-            if writer is not None and not writer.is_closing():
-                writer.transport.abort()
+        self.client.abort()
+        self.upstream.abort()
 
 
 class Tunnels:

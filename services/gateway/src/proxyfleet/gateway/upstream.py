@@ -6,24 +6,29 @@ import asyncio
 import time
 
 from proxyfleet.common.store.leases import GrantedProxy
-from proxyfleet.gateway.metrics import UPSTREAM_CONNECT_SECONDS
+from proxyfleet.gateway.metrics import BYTES_DOWN, UPSTREAM_CONNECT_SECONDS
+from proxyfleet.gateway.splice import HeadTooLarge, Side
 from proxyfleet.gateway.wire import basic_value
-
-Streams = tuple[asyncio.StreamReader, asyncio.StreamWriter]
 
 
 class UpstreamFailed(Exception):
     """The upstream proxy could not be reached, or refused the request."""
 
 
-async def open_upstream(proxy: GrantedProxy, within: float, limit: int) -> Streams:
+async def open_upstream(proxy: GrantedProxy, within: float, limit: int) -> Side:
+    """A connection to the proxy; what it sends is kept until piped (a response head is
+    read from it first)."""
+    loop = asyncio.get_running_loop()
     try:
         async with asyncio.timeout(within):
-            return await asyncio.open_connection(proxy.host, proxy.port, limit=limit)
+            _, side = await loop.create_connection(
+                lambda: Side(BYTES_DOWN, limit=limit), proxy.host, proxy.port
+            )
     except TimeoutError:
         raise UpstreamFailed(f"no connection within {within:g} s") from None
     except OSError as exc:
         raise UpstreamFailed(f"connect failed: {exc.strerror or exc}") from None
+    return side
 
 
 def credentials(proxy: GrantedProxy) -> bytes:
@@ -31,33 +36,32 @@ def credentials(proxy: GrantedProxy) -> bytes:
     return b"Proxy-Authorization: " + basic_value(proxy.username, proxy.password) + b"\r\n"
 
 
-async def open_tunnel(proxy: GrantedProxy, authority: str, within: float, limit: int) -> Streams:
+async def open_tunnel(proxy: GrantedProxy, authority: str, within: float, limit: int) -> Side:
     """A CONNECT tunnel to `authority` through the proxy, its 200 answer read."""
     started = time.perf_counter()
     result = "failed"
     try:
-        reader, writer = await open_upstream(proxy, within, limit)
+        side = await open_upstream(proxy, within, limit)
         try:
-            writer.write(
+            side.write(
                 f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n".encode()
                 + credentials(proxy)
                 + b"\r\n"
             )
             async with asyncio.timeout(within):
-                await writer.drain()
-                head = await reader.readuntil(b"\r\n\r\n")
+                head = await side.read_head()
         except TimeoutError:
-            writer.transport.abort()
+            side.abort()
             raise UpstreamFailed(f"no answer to CONNECT within {within:g} s") from None
-        except (OSError, asyncio.IncompleteReadError, asyncio.LimitOverrunError) as exc:
-            writer.transport.abort()
+        except (OSError, asyncio.IncompleteReadError, HeadTooLarge) as exc:
+            side.abort()
             raise UpstreamFailed(f"CONNECT failed: {type(exc).__name__}") from None
         status = status_of(head)
         if status != 200:
-            writer.transport.abort()
+            side.abort()
             raise UpstreamFailed(f"the upstream answered CONNECT with {status}")
         result = "ok"
-        return reader, writer
+        return side
     finally:
         UPSTREAM_CONNECT_SECONDS.labels(result).observe(time.perf_counter() - started)
 
