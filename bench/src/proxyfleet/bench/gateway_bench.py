@@ -5,7 +5,9 @@ CONNECT, and the gateway's memory per idle tunnel (1,000 of them).
 
 The gateway runs as its own process (`proxyfleet-gateway`, uvloop; several sharing one
 port with PROXYFLEET_BENCH_GATEWAYS), as deployed; the load is generated here with raw
-asyncio sockets, the same code for both paths; downloads are made by curl."""
+asyncio sockets, the same code for both paths, tunnelling to a bare TCP endpoint (the
+target's own cost stays out of the comparison); downloads are made by curl from a local
+HTTPS server."""
 
 from __future__ import annotations
 
@@ -153,12 +155,13 @@ async def idle_tunnels(
 # ---- processes ----------------------------------------------------------------------------
 
 
-def _start_bulk(base: Path, size: int) -> tuple[subprocess.Popen[str], int]:
+def _start_target(module: str, *args: str) -> tuple[subprocess.Popen[str], int]:
+    """A target server process of this package and the port it printed."""
     proc = subprocess.Popen(
-        [sys.executable, "-m", "proxyfleet.bench.bulk_target", "--dir", str(base / "bulk-tls"),
-         "--size", str(size)],
-        stdout=subprocess.PIPE, text=True,
-    )  # fmt: skip
+        [sys.executable, "-m", f"proxyfleet.bench.{module}", *args],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     assert proc.stdout is not None
     line = proc.stdout.readline()
     return proc, int(line.rsplit(" ", 1)[1])
@@ -195,25 +198,28 @@ async def run(env: BenchEnv) -> list[Figure]:
     seconds = 3.0 if quick else 10.0
     workers = 16 if quick else 32
     idle = 200 if quick else IDLE_TUNNELS
-    bulk, bulk_port = _start_bulk(env.base_dir, size)
+    bulk, bulk_port = _start_target(
+        "bulk_target", "--dir", str(env.base_dir / "bulk-tls"), "--size", str(size)
+    )
+    sink, sink_port = _start_target("tcp_sink")
     pool: SquidPool | None = None
     gateways: list[subprocess.Popen[bytes]] = []
     redis: aioredis.Redis = connect_redis(env.redis_url)
     try:
         await redis.flushdb()
-        pool = start_squids(env.base_dir / "gw-squids", SQUIDS, 4, [bulk_port])
+        pool = start_squids(env.base_dir / "gw-squids", SQUIDS, 4, [bulk_port, sink_port])
         proxies = fleet_proxies(pool, idle + 2 * workers, prefix="pg")
         await seed(ProxyRegistry(redis, SystemClock()), proxies)
         direct = [Endpoint(p.port, p.username, p.password) for p in _distinct(proxies)]
         gw = Endpoint(free_port(), "bench", TOKEN)
         gateways = _start_gateway(env, gw.port, GATEWAYS)
         pids = [g.pid for g in gateways]
-        authority = f"127.0.0.1:{bulk_port}"
+        authority = f"127.0.0.1:{sink_port}"  # tunnels to a bare TCP endpoint
         for ep in (direct, [gw]):  # warm both paths (auth helper caches, imports)
             await connect_rate(ep, authority, 4, 0.5)
         trees = {
             "gateway": pids, "squids": pool.pids(), "redis": [env.redis_pid],
-            "nats": [env.nats_pid], "target": [bulk.pid],
+            "nats": [env.nats_pid], "target": [sink.pid],
         }  # fmt: skip
         d_load = os.getloadavg()[0]
         before = cpu_ledger.snapshot(trees)
@@ -237,8 +243,9 @@ async def run(env: BenchEnv) -> list[Figure]:
             g.wait(10)
         if pool is not None:
             pool.stop()
-        bulk.terminate()
-        bulk.wait(10)
+        for target in (bulk, sink):
+            target.terminate()
+            target.wait(10)
         await redis.aclose()
     mib = 1024 * 1024
     return [
@@ -247,6 +254,7 @@ async def run(env: BenchEnv) -> list[Figure]:
             target=">= 50% of direct CONNECTs", baseline=round(d_rate, 1),
             ratio=round(g_rate / d_rate, 3), met=g_rate >= 0.5 * d_rate,
             notes=f"{workers} connections in a loop for {seconds:g} s each; {SQUIDS} Squids; "
+            "tunnels to a bare TCP endpoint (tcp_sink); "
             f"{g_refused} refused; {GATEWAYS} gateway processes; CPU per tunnel (us): "
             f"{_ledger(g_cpu)}, per direct CONNECT: {_ledger(d_cpu)}; load average "
             f"{d_load:.1f} before the direct run, {g_load:.1f} after the gateway's (the rate "

@@ -65,6 +65,10 @@ class RelaySettings:
     idle: float = 0.05
     """Seconds a relay that found nothing waits before reading again (the latency of an
     event on an idle system; a busy relay never waits)."""
+    linger: float = 0.01
+    """Seconds a relay that published less than a full batch waits before reading again:
+    under load it publishes fewer, bigger batches (each costs a read and an ack in Redis and
+    a JetStream round trip), for at most this much more latency per event."""
     ack_timeout: float = 5.0
     """Seconds to wait for JetStream's ack of a batch before publishing it again."""
     claim_idle: float = 30.0
@@ -153,8 +157,11 @@ class OutboxRelay:
                 if self._waiting:
                     self._waiting = False
                     log.info("relay.publish_resumed", pending=len(self._unacked))
-                if not await self.relay_once():
+                relayed = await self.relay_once()
+                if not relayed:
                     await _wait(stop, self._settings.idle)
+                elif relayed < self._settings.batch and self._settings.linger:
+                    await _wait(stop, self._settings.linger)
             except StoreUnavailable as exc:
                 if self._store_ok:
                     log.warning("relay.outbox_unavailable", error=str(exc))
