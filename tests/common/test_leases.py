@@ -284,3 +284,32 @@ async def test_epochs_continue_above_earlier_ones_after_a_store_reset(
 
     assert seen == sorted(set(seen))
     assert after.epoch > max(seen)
+
+
+async def _kept_for(redis: aioredis.Redis, lease_id: str) -> int:
+    """Seconds Redis keeps an ended lease's record."""
+    keys = [key async for key in redis.scan_iter(match=f"*:lease:{lease_id}")]
+    assert len(keys) == 1
+    return int(await redis.ttl(keys[0]))
+
+
+async def test_ended_leases_are_kept_for_the_policys_time(
+    redis_client: aioredis.Redis, registry: ProxyRegistry, clock: ManualClock
+) -> None:
+    """A day by default (a late release still learns how its lease ended); shorter where
+    leases are many and short, as the gateway's one per connection."""
+    day = LeaseStore(redis_client, clock, LeasePolicy(cooldown=0))
+    brief = LeaseStore(redis_client, clock, LeasePolicy(cooldown=0, ended_ttl=600))
+    await make_ready(registry, make_proxy("p1", clock))
+    released = await day.grant(GrantRequest(ttl=60))
+    await day.release(released.id, released.epoch)
+    assert 86_000 < await _kept_for(redis_client, released.id) <= 86_400
+    short = await brief.grant(GrantRequest(ttl=60))
+    await brief.release(short.id, short.epoch)
+    assert 500 < await _kept_for(redis_client, short.id) <= 600
+    with pytest.raises(Conflict, match="released"):  # still says how it ended meanwhile
+        await brief.release(short.id, short.epoch)
+    expiring = await brief.grant(GrantRequest(ttl=5))
+    clock.advance(6)
+    assert [r.lease_id for r in await brief.expire_due()] == [expiring.id]
+    assert 500 < await _kept_for(redis_client, expiring.id) <= 600

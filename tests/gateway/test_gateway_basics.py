@@ -95,6 +95,9 @@ async def test_the_lease_ends_with_the_connection(
     assert found is not None
     assert found[1] == "released"
     assert found[0].client == CLIENT_NAME  # the token's lease, as if granted by the API
+    # Kept for the gateway's ended_lease_ttl, not the API's day: one lease per connection.
+    [key] = [k async for k in redis_client.scan_iter(match=f"*:lease:{lease_id}")]
+    assert 0 < await redis_client.ttl(key) <= 600  # the default ended_lease_ttl
 
 
 async def test_refusals_407_and_400(start_gateway: StartGateway, fleet: dict[str, int]) -> None:

@@ -52,6 +52,10 @@ class GatewaySettings:
     """How long a `blocked` report bans the proxy for that target (as the API's)."""
     max_probe_age: float = 20.0
     """Seconds since a proxy's last good probe beyond which grants skip it (as the API's)."""
+    ended_lease_ttl: float = 600.0
+    """Seconds a connection's lease stays readable after it ended (a late report through
+    the API gets a 409 saying so; then 404). Shorter than the API's day: a busy gateway
+    ends a lease per connection, and each kept one costs Redis about half a KB."""
     sweep_interval: float = 1.0
     """Seconds between two runs of the sweeper that ends expired leases (safe beside the
     API's own sweepers)."""
@@ -104,4 +108,5 @@ class GatewaySettings:
             max_ttl=self.max_lease_ttl,
             ban_seconds=self.ban_seconds,
             max_probe_age=self.max_probe_age,
+            ended_ttl=self.ended_lease_ttl,
         )

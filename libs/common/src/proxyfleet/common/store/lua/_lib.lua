@@ -18,12 +18,13 @@ local function avail_rem(id)
   for _, key in ipairs(avail_keys(p[1], p[2])) do redis.call('ZREM', key, id) end
 end
 
--- End a lease: tombstone it (so a late report/release gets a clear 409) and free the proxy.
-local function end_lease(lease_id, state, now, cooldown)
+-- End a lease: tombstone it for `keep` seconds (default a day), so a late report/release
+-- gets a clear 409, and free the proxy.
+local function end_lease(lease_id, state, now, cooldown, keep)
   local lkey = k('lease', lease_id)
   local proxy_id = redis.call('HGET', lkey, 'proxy_id')
   redis.call('HSET', lkey, 'state', state, 'ended_at', now)
-  redis.call('EXPIRE', lkey, 86400)
+  redis.call('EXPIRE', lkey, math.max(math.ceil(tonumber(keep) or 86400), 1))
   redis.call('ZREM', k('leases'), lease_id)
   if not proxy_id then return false end
   local pkey = k('proxy', proxy_id)
