@@ -42,7 +42,7 @@ def artifacts_dir() -> Path:
     return path
 
 
-def _require_chromium() -> None:
+def require_chromium() -> None:
     if not CHROMIUM.exists():  # a failure, not a skip: `make test` installs it
         pytest.fail(f"{CHROMIUM} is missing: `make browser-packages` installs Debian's chromium")
 
@@ -50,7 +50,7 @@ def _require_chromium() -> None:
 @pytest.fixture(scope="session")
 async def browser() -> AsyncIterator[Browser]:
     """One Chromium for the session; Playwright gives it a fresh temporary profile."""
-    _require_chromium()
+    require_chromium()
     async with async_playwright() as pw:
         chromium = await pw.chromium.launch(
             executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, timeout=60_000

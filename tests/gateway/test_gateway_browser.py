@@ -1,0 +1,54 @@
+"""Chromium through the gateway with the proxy settings docs/gateway.md gives Playwright:
+it answers the gateway's 407 challenge with the username and token, and its tunnel rides
+on the session's lease."""
+
+from __future__ import annotations
+
+import redis.asyncio as aioredis
+from playwright.async_api import ProxySettings, async_playwright
+from tests.api.helpers import CLIENT, CLIENT_NAME
+from tests.conftest import TargetServer
+from tests.gateway.conftest import StartGateway
+from tests.ui.conftest import CHROMIUM, CHROMIUM_ARGS, require_chromium
+
+from proxyfleet.common.clock import SystemClock
+from proxyfleet.common.store import LeaseStore
+from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.store.sessions import SessionStore
+
+
+async def test_playwright_fetches_through_a_session(
+    start_gateway: StartGateway,
+    fleet: dict[str, int],
+    target: TargetServer,
+    redis_client: aioredis.Redis,
+    clock: SystemClock,
+) -> None:
+    require_chromium()
+    gw = await start_gateway()
+    proxy: ProxySettings = {
+        "server": f"http://127.0.0.1:{gw.port}",
+        "username": "crawler-session-abc",
+        "password": CLIENT,
+        "bypass": "<-loopback>",  # Chromium sends 127.0.0.1 direct unless told otherwise
+    }
+    async with async_playwright() as pw:
+        browser = await pw.chromium.launch(
+            executable_path=str(CHROMIUM), args=CHROMIUM_ARGS, proxy=proxy, timeout=60_000
+        )
+        try:
+            context = await browser.new_context(ignore_https_errors=True)  # the target's CA
+            page = await context.new_page()
+            answer = await page.goto(target.url, timeout=30_000)
+            assert answer is not None
+            assert answer.status == 200
+            assert '"ip"' in await page.content()
+        finally:
+            await browser.close()
+    bound = await SessionStore(redis_client).get(CLIENT_NAME, "abc")
+    assert bound is not None  # the username's session, bound to a lease of the token's
+    found = await LeaseStore(redis_client, clock, LeasePolicy()).get(bound.lease_id)
+    assert found is not None
+    lease, state = found
+    assert (lease.client, state) == (CLIENT_NAME, "active")
+    assert lease.proxy_id in fleet
