@@ -210,3 +210,40 @@ async def test_an_upstream_refusing_its_credentials_is_a_502_that_shows_none(
         assert wrong.encode() not in got.head.encode() + got.body
     failed = await events.event("lease.reported", proxy_id=proxy_id)
     assert failed.data.outcome == "failed"
+
+
+async def test_a_lease_ended_while_its_connection_reaches_the_upstream_is_cut_at_once(
+    start_gateway: StartGateway, registry: ProxyRegistry, api: httpx.AsyncClient
+) -> None:
+    """The release event comes before the relay starts (the upstream answers late): the
+    tunnel is closed as soon as it would open, not at the next renewal."""
+    got_connect, answer_now = asyncio.Event(), asyncio.Event()
+
+    async def slow_proxy(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        got_connect.set()
+        await answer_now.wait()
+        writer.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+        await reader.read()  # until the gateway closes its side
+        writer.close()
+
+    server = await asyncio.start_server(slow_proxy, "127.0.0.1", 0)
+    try:
+        await ready_proxy(registry, server.sockets[0].getsockname()[1])
+        gw = await start_gateway()
+        reader, writer = await asyncio.open_connection("127.0.0.1", gw.port)
+        writer.write(connect_head("example.test:443"))
+        await asyncio.wait_for(got_connect.wait(), 5)
+        [lease] = (await api.get("/v1/leases")).json()["items"]  # another worker of ours
+        answer = await api.post(
+            f"/v1/leases/{lease['lease_id']}/release", json={"epoch": lease["epoch"]}
+        )
+        assert answer.status_code == 200, answer.text
+        await eventually(lambda: gw.tunnels.ended(lease["lease_id"]) != "", within=2)
+        answer_now.set()
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 5)
+        assert head.startswith(b"HTTP/1.1 200")
+        assert await _closed(reader, within=1.0) < 1.0
+        writer.close()
+    finally:
+        server.close()

@@ -126,6 +126,7 @@ class Gateway:
             ) from None
         caller = self._caller(req)
         caller.hold = await self._acquire(caller, req.host)
+        self._tunnels.expect(caller.hold)
         try:
             if req.is_connect:
                 await self._tunnel(req, caller, client)
@@ -133,6 +134,7 @@ class Gateway:
                 await self._forward(req, caller, client)
         finally:
             if caller.hold is not None:
+                self._tunnels.forget(caller.hold.lease_id)
                 await self._leaser.finish(caller.hold)
 
     async def _read_head(self, client: Side) -> bytes:
@@ -206,6 +208,7 @@ class Gateway:
                 if attempt == 2:
                     await self._leaser.report(hold, LeaseOutcome.FAILED, str(exc))
                     raise _upstream_failed("the upstream proxy failed twice", str(exc)) from None
+                self._tunnels.forget(hold.lease_id)
                 try:
                     hold = await self._leaser.replace(hold, caller.selector, str(exc))
                 except (Unavailable, Conflict):
@@ -214,6 +217,7 @@ class Gateway:
                         "the upstream proxy failed; no other proxy available", str(exc)
                     ) from None
                 caller.hold = hold
+                self._tunnels.expect(hold)
         raise AssertionError("unreachable")
 
     async def _tunnel(self, req: wire.RequestHead, caller: Caller, client: Side) -> None:

@@ -48,18 +48,54 @@ class Relay:
         self.upstream.abort()
 
 
+@dataclass(slots=True)
+class _Held:
+    hold: Hold
+    ended: str = ""
+    """Why the lease ended ("" while it has not)."""
+    connections: int = 0
+
+
 class Tunnels:
     def __init__(self) -> None:
         self._by_lease: dict[str, set[Relay]] = {}
         self._sessions: dict[tuple[str, str], int] = {}
+        self._held: dict[str, _Held] = {}
+        """The lease of every connection from its grant to its end, relayed or not yet
+        (still reaching the upstream): an end event may come before the relay starts."""
+
+    def expect(self, hold: Hold) -> None:
+        """A connection rides on `hold` from now on (`forget` when it ends)."""
+        held = self._held.setdefault(hold.lease_id, _Held(hold))
+        held.connections += 1
+
+    def forget(self, lease_id: str) -> None:
+        """A connection that expected the lease has ended."""
+        held = self._held.get(lease_id)
+        if held is not None:
+            held.connections -= 1
+            if held.connections <= 0:
+                del self._held[lease_id]
+
+    def ended(self, lease_id: str) -> str:
+        """Why the lease of a connection of this replica ended ("" while it has not, or
+        when no connection rides on it)."""
+        held = self._held.get(lease_id)
+        return held.ended if held is not None else ""
 
     def add(self, relay: Relay) -> None:
+        """Relay from now on; one whose lease ended while it reached the upstream is
+        closed at once."""
+        held = self._held.get(relay.hold.lease_id)
+        ended = held.ended if held is not None else ""
         self._by_lease.setdefault(relay.hold.lease_id, set()).add(relay)
         OPEN_TUNNELS.inc()
         if session := relay.hold.session:
             key = (relay.hold.owner, session)
             self._sessions[key] = self._sessions.get(key, 0) + 1
             SESSIONS_ACTIVE.set(len(self._sessions))
+        if ended:
+            relay.close(ended)
 
     def remove(self, relay: Relay) -> None:
         relays = self._by_lease.get(relay.hold.lease_id)
@@ -79,12 +115,17 @@ class Tunnels:
             SESSIONS_ACTIVE.set(len(self._sessions))
 
     def close_lease(self, lease_id: str, why: str) -> int:
+        if (held := self._held.get(lease_id)) is not None:
+            held.ended = why
         relays = list(self._by_lease.get(lease_id, ()))
         for relay in relays:
             relay.close(why)
         return len(relays)
 
     def close_proxy(self, proxy_id: str, why: str) -> int:
+        for held in self._held.values():
+            if held.hold.proxy.id == proxy_id:
+                held.ended = why
         found = [r for r in self if r.hold.proxy.id == proxy_id]
         for relay in found:
             relay.close(why)
