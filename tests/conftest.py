@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import os
 import re
+import signal
 import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
@@ -29,6 +30,13 @@ from proxyfleet.devstack.servers import start_nats, start_redis
 
 # The provider contract's asserts are in a plain module its subclasses import.
 pytest.register_assert_rewrite("tests.contract.provider_contract")
+
+# A suite started in the background of a non-interactive shell (`./.ci/run &`, nohup)
+# inherits SIGINT ignored, and so would every process it starts: the tests that press
+# Ctrl-C on the CLI (and on the commands it runs) need the default disposition there. A
+# handler here is reset to the default in each child at exec.
+if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 # ---- markers ------------------------------------------------------------------------------
 
