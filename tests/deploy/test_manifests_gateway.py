@@ -29,6 +29,7 @@ from proxyfleet.api.settings import ApiSettings
 from proxyfleet.common.errors import ConfigError
 from proxyfleet.common.host import Service
 from proxyfleet.common.host.command import all_options, build_settings, command
+from proxyfleet.common.relay import RelaySettings
 from proxyfleet.common.settings import CommonSettings
 from proxyfleet.gateway.main import SERVICE as GATEWAY
 from proxyfleet.gateway.settings import GatewaySettings
@@ -149,6 +150,14 @@ def test_gateway_and_api_grant_under_the_same_lease_policy(docs: list[Doc]) -> N
         api.ban_seconds,
         api.max_probe_age,
     )
+
+
+def test_the_pod_has_time_to_drain_before_it_is_killed(docs: list[Doc]) -> None:
+    """Kubernetes kills a pod terminationGracePeriodSeconds after SIGTERM: the drain, the
+    relay's last publishes (RelaySettings.drain) and the close must fit in it."""
+    _, gateway = _settings(GATEWAY, docs, "gateway")
+    grace = pod_spec(named(docs, "Deployment", "gateway")).get("terminationGracePeriodSeconds", 30)
+    assert gateway.drain_seconds + RelaySettings().drain + 5 <= grace
 
 
 def test_the_gateway_reads_the_providers_config_of_the_install(docs: list[Doc]) -> None:

@@ -90,6 +90,9 @@ async def fleet(registry: ProxyRegistry, gw_squids: list[ProxyProcess]) -> dict[
 class RunningGateway:
     port: int
     assembly: Assembly
+    stop: asyncio.Event
+    """Set it to stop the gateway (as SIGTERM does)."""
+    components: list[asyncio.Future[None]]
 
     @property
     def tunnels(self) -> Tunnels:
@@ -112,7 +115,10 @@ async def start_gateway(
 
     async def start(**overrides: Any) -> RunningGateway:
         settings = replace(
-            GatewaySettings(port=0, metrics_port=0, client_tokens=TOKENS, cooldown=30.0),
+            # No drain unless a test asks: a test ending with a tunnel open need not wait.
+            GatewaySettings(
+                port=0, metrics_port=0, client_tokens=TOKENS, cooldown=30.0, drain_seconds=0.0
+            ),
             **overrides,
         )
         nc = await connect_nats(nats_url, "gateway-tests")
@@ -135,7 +141,7 @@ async def start_gateway(
         stops.append((stop, tasks, nc))
         async with asyncio.timeout(10):
             await assembly.gateway.listening.wait()
-        return RunningGateway(assembly.gateway.port, assembly)
+        return RunningGateway(assembly.gateway.port, assembly, stop, tasks)
 
     yield start
     for stop, tasks, nc in stops:

@@ -46,13 +46,16 @@ def assemble(ctx: host.Context[GatewaySettings]) -> Assembly:
     # The lease scripts put their events in the outbox; this replica publishes them too,
     # so they reach NATS whether or not an API runs.
     relay = OutboxRelay(registry.outbox, ctx.nats, service="gateway")
+    # While a stopping gateway drains, its connections' leases are still renewed and
+    # followed and their releases published: those parts run until it has finished.
+    until_finished = gateway.finished
     parts = host.Parts(
         components={
             "proxy": gateway.run,
-            "events": LeaseFollower(ctx.nats, tunnels).run,
-            "renewer": upkeep.renew,
-            "sweeper": upkeep.sweep,
-            "relay": relay.run,
+            "events": lambda _: LeaseFollower(ctx.nats, tunnels).run(until_finished),
+            "renewer": lambda _: upkeep.renew(until_finished),
+            "sweeper": lambda _: upkeep.sweep(until_finished),
+            "relay": lambda _: relay.run(until_finished),
         },
         ready={"proxy": gateway.listening.is_set, "outbox": host.outbox_check(relay)},
         close=[mux.aclose],

@@ -67,10 +67,19 @@ class Gateway:
         self._zones = {p.name: set(p.zones) for p in providers.providers}
         self.port = 0
         self.listening = asyncio.Event()
+        self.finished = asyncio.Event()
+        """Set once the endpoint has stopped and every connection ended (or failed to
+        start): what the components serving open connections run until."""
         self._handlers: dict[Side, asyncio.Task[None]] = {}
         """Each client connection's handler, until it ends (its lease released)."""
 
     async def run(self, stop: asyncio.Event) -> None:
+        try:
+            await self._serve_until(stop)
+        finally:
+            self.finished.set()
+
+    async def _serve_until(self, stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
         server = await loop.create_server(
             lambda: Side(BYTES_UP, self._accepted, self._s.max_header_bytes),
@@ -86,11 +95,22 @@ class Gateway:
             await stop.wait()
         finally:
             server.close()
+            await self._drain()
             self._tunnels.close_all("stopping")
             for client in list(self._handlers):
                 client.abort()  # also those still waiting for a grant or an upstream
             if self._handlers:  # each releases its lease as it ends
                 await asyncio.wait(self._handlers.values(), timeout=5)
+
+    async def _drain(self) -> None:
+        """Let open connections finish, within drain_seconds (no new ones come)."""
+        if not self._handlers or self._s.drain_seconds <= 0:
+            return
+        log.info("gateway.draining", connections=len(self._handlers),
+                 within_s=self._s.drain_seconds)  # fmt: skip
+        await asyncio.wait(self._handlers.values(), timeout=self._s.drain_seconds)
+        if self._handlers:
+            log.info("gateway.drain_ended", closing=len(self._handlers))
 
     def _accepted(self, client: Side) -> None:
         task = asyncio.get_running_loop().create_task(self._serve(client))

@@ -35,6 +35,10 @@ class GatewaySettings:
     """Seconds a session's lease outlives its last connection; then it expires."""
     tunnel_idle: float = 600.0
     """Seconds a tunnel may pass no byte either way before the gateway closes it."""
+    drain_seconds: float = 20.0
+    """Seconds a stopping gateway lets its open connections finish: it accepts no new ones
+    (and its /readyz is gone), still renews and follows their leases, then closes the
+    rest. Keep it below the pod's terminationGracePeriodSeconds (30 by default)."""
     header_timeout: float = 10.0
     """Seconds a client has to send its request head (then 408)."""
     connect_timeout: float = 5.0

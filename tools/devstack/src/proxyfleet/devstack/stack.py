@@ -240,6 +240,8 @@ class Stack:
             str(max(4 * o.health_interval, 5.0)),
             "--metrics-port",
             str(free_port()),
+            "--drain-seconds",  # Ctrl-C on the stack should not wait out a tunnel for 20 s
+            "2",
         ]
 
     def service_env(self) -> dict[str, str]:
