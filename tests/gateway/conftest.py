@@ -32,7 +32,8 @@ from proxyfleet.common.clock import SystemClock
 from proxyfleet.common.messaging import connect_nats, ensure_streams
 from proxyfleet.common.models import Phase, Proxy
 from proxyfleet.common.settings import CommonSettings
-from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.store import LeaseStore, ProxyRegistry
+from proxyfleet.common.store.leases import LeasePolicy
 from proxyfleet.gateway.main import Assembly, assemble
 from proxyfleet.gateway.settings import GatewaySettings
 from proxyfleet.gateway.tunnels import Tunnels
@@ -45,6 +46,12 @@ TOKENS = (f"{CLIENT_NAME}:{CLIENT}", f"{OTHER_CLIENT_NAME}:{OTHER_CLIENT}")
 def clock() -> SystemClock:
     """Real time: leases are granted and cooled down by real Squid traffic."""
     return SystemClock()
+
+
+@pytest.fixture
+def lease_store(redis_client: aioredis.Redis, clock: SystemClock) -> LeaseStore:
+    """The lease store the gateways write, to read their leases back."""
+    return LeaseStore(redis_client, clock, LeasePolicy())
 
 
 @pytest.fixture(scope="session")

@@ -22,9 +22,7 @@ from tests.gateway.conftest import (
 )
 from tests.health.conftest import PASSWORD, USER
 
-from proxyfleet.common.clock import SystemClock
 from proxyfleet.common.store import LeaseStore, ProxyRegistry
-from proxyfleet.common.store.leases import LeasePolicy
 
 
 def _ssl(target: TargetServer) -> ssl.SSLContext:
@@ -78,7 +76,7 @@ async def test_the_lease_ends_with_the_connection(
     fleet: dict[str, int],
     target: TargetServer,
     redis_client: aioredis.Redis,
-    clock: SystemClock,
+    lease_store: LeaseStore,
 ) -> None:
     gw = await start_gateway()
     reply = await raw_request(gw.port, connect_head(f"127.0.0.1:{target.port}"))
@@ -86,12 +84,11 @@ async def test_the_lease_ends_with_the_connection(
     lease_id = reply.header("X-Proxyfleet-Lease-Id")
     assert lease_id
     assert reply.header("X-Proxyfleet-Lease-Epoch")
-    store = LeaseStore(redis_client, clock, LeasePolicy())
     assert len(gw.tunnels) == 1
-    assert await store.get(lease_id) == (ANY, "active")
+    assert await lease_store.get(lease_id) == (ANY, "active")
     reply.close()
     await eventually(lambda: len(gw.tunnels) == 0)
-    found = await store.get(lease_id)
+    found = await lease_store.get(lease_id)
     assert found is not None
     assert found[1] == "released"
     assert found[0].client == CLIENT_NAME  # the token's lease, as if granted by the API

@@ -11,9 +11,7 @@ from tests.conftest import TargetServer
 from tests.gateway.conftest import StartGateway
 from tests.ui.conftest import CHROMIUM, CHROMIUM_ARGS, require_chromium
 
-from proxyfleet.common.clock import SystemClock
 from proxyfleet.common.store import LeaseStore
-from proxyfleet.common.store.leases import LeasePolicy
 from proxyfleet.common.store.sessions import SessionStore
 
 
@@ -22,7 +20,7 @@ async def test_playwright_fetches_through_a_session(
     fleet: dict[str, int],
     target: TargetServer,
     redis_client: aioredis.Redis,
-    clock: SystemClock,
+    lease_store: LeaseStore,
 ) -> None:
     require_chromium()
     gw = await start_gateway()
@@ -47,7 +45,7 @@ async def test_playwright_fetches_through_a_session(
             await browser.close()
     bound = await SessionStore(redis_client).get(CLIENT_NAME, "abc")
     assert bound is not None  # the username's session, bound to a lease of the token's
-    found = await LeaseStore(redis_client, clock, LeasePolicy()).get(bound.lease_id)
+    found = await lease_store.get(bound.lease_id)
     assert found is not None
     lease, state = found
     assert (lease.client, state) == (CLIENT_NAME, "active")

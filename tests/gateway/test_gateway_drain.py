@@ -7,13 +7,10 @@ import asyncio
 import ssl
 
 import pytest
-import redis.asyncio as aioredis
 from tests.conftest import TargetServer
 from tests.gateway.conftest import RunningGateway, StartGateway, connect_head, raw_request
 
-from proxyfleet.common.clock import SystemClock
 from proxyfleet.common.store import LeaseStore
-from proxyfleet.common.store.leases import LeasePolicy
 
 
 async def _refuses_connections(port: int, within: float = 5.0) -> None:
@@ -36,8 +33,7 @@ async def test_open_tunnels_finish_while_no_new_connection_is_taken(
     start_gateway: StartGateway,
     fleet: dict[str, int],
     target: TargetServer,
-    redis_client: aioredis.Redis,
-    clock: SystemClock,
+    lease_store: LeaseStore,
 ) -> None:
     gw = await start_gateway(drain_seconds=30.0)
     tunnel = await raw_request(gw.port, connect_head(f"127.0.0.1:{target.port}"))
@@ -54,7 +50,7 @@ async def test_open_tunnels_finish_while_no_new_connection_is_taken(
     assert not any(task.done() for task in gw.components)  # still draining
     tunnel.close()
     await _stopped(gw, within=10)  # the last connection ended: no wait for the deadline
-    found = await LeaseStore(redis_client, clock, LeasePolicy()).get(lease_id)
+    found = await lease_store.get(lease_id)
     assert found is not None
     assert found[1] == "released"  # and its release was written before the end
 
