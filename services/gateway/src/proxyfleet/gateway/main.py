@@ -7,16 +7,20 @@ from dataclasses import dataclass
 import uvloop
 
 from proxyfleet.common import host
+from proxyfleet.common.logging import get_logger
 from proxyfleet.common.relay import OutboxRelay
 from proxyfleet.common.store import LeaseStore, ProxyRegistry, ScriptMux
 from proxyfleet.common.store.sessions import SessionStore
 from proxyfleet.gateway.auth import TokenBook
 from proxyfleet.gateway.events import LeaseFollower
 from proxyfleet.gateway.leasing import Leaser
+from proxyfleet.gateway.limits import connection_cap, raise_open_files
 from proxyfleet.gateway.server import Gateway
 from proxyfleet.gateway.settings import GatewaySettings
 from proxyfleet.gateway.tunnels import Tunnels
 from proxyfleet.gateway.upkeep import Upkeep
+
+log = get_logger(__name__)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,7 +45,10 @@ def assemble(ctx: host.Context[GatewaySettings]) -> Assembly:
     store = LeaseStore(ctx.redis, ctx.clock, s.policy(), namespace=ns, mux=mux)
     leaser = Leaser(store, registry, SessionStore(ctx.redis, namespace=ns), s, ctx.clock)
     tunnels = Tunnels()
-    gateway = Gateway(s, leaser, TokenBook(s.client_tokens), ctx.providers, tunnels)
+    open_files = raise_open_files()
+    cap = connection_cap(s.max_connections, open_files)
+    log.info("gateway.connection_limit", connections=cap, open_files=open_files)
+    gateway = Gateway(s, leaser, TokenBook(s.client_tokens), ctx.providers, tunnels, cap)
     upkeep = Upkeep(leaser, store, tunnels, s)
     # The lease scripts put their events in the outbox; this replica publishes them too,
     # so they reach NATS whether or not an API runs.

@@ -12,7 +12,8 @@ OPEN_TUNNELS = Gauge(
 TUNNELS = Counter(
     "proxyfleet_gateway_tunnels_total",
     "Client connections by outcome: ok (relayed), bad_request, unauthorized, unavailable "
-    "(no proxy), upstream_failed (after the retry), timeout, ended (its lease ended).",
+    "(no proxy), busy (at --max-connections), upstream_failed (after the retry), timeout, "
+    "ended (its lease ended).",
     ["outcome"],
 )
 BYTES = Counter(

@@ -58,8 +58,10 @@ class Gateway:
         tokens: TokenBook,
         providers: ProvidersConfig,
         tunnels: Tunnels,
+        max_connections: int,
     ) -> None:
         self._s = settings
+        self._max_connections = max_connections
         self._leaser = leaser
         self._tokens = tokens
         self._tunnels = tunnels
@@ -144,6 +146,9 @@ class Gateway:
             raise Refused(
                 exc.status, str(exc), "bad_request", _status("http_request_error")
             ) from None
+        if len(self._handlers) > self._max_connections:  # this one counted
+            message = f"the gateway is at its limit of {self._max_connections} connections"
+            raise _unavailable(message, 1, "proxy_internal_response", outcome="busy")
         caller = self._caller(req)
         caller.hold = await self._acquire(caller, req.host)
         self._tunnels.expect(caller.hold)
@@ -296,9 +301,11 @@ def _bad_username(message: str, param: str) -> Refused:
     return Refused(400, f"proxy username: {message}", "bad_request", status)
 
 
-def _unavailable(message: str, retry_after: float | None, error: str) -> Refused:
+def _unavailable(
+    message: str, retry_after: float | None, error: str, outcome: str = "unavailable"
+) -> Refused:
     retry = str(max(1, math.ceil(retry_after or 1)))
-    return Refused(503, message, "unavailable", ("Retry-After", retry), _status(error, message))
+    return Refused(503, message, outcome, ("Retry-After", retry), _status(error, message))
 
 
 def _upstream_failed(message: str, why: str) -> Refused:

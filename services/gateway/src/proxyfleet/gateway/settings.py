@@ -35,6 +35,10 @@ class GatewaySettings:
     """Seconds a session's lease outlives its last connection; then it expires."""
     tunnel_idle: float = 600.0
     """Seconds a tunnel may pass no byte either way before the gateway closes it."""
+    max_connections: int = 0
+    """Most client connections served at once; more are answered 503 with Retry-After.
+    0: as many as the open-file limit allows (two descriptors each), which the gateway
+    raises to its hard limit at start."""
     drain_seconds: float = 20.0
     """Seconds a stopping gateway lets its open connections finish: it accepts no new ones
     (and its /readyz is gone), still renews and follows their leases, then closes the
@@ -81,13 +85,21 @@ class GatewaySettings:
             ("--connect-timeout", self.connect_timeout),
             ("--max-lease-ttl", self.max_lease_ttl),
             ("--sweep-interval", self.sweep_interval),
+            ("--ended-lease-ttl", self.ended_lease_ttl),
         ]
         for flag, value in positive:
             if not (math.isfinite(value) and value > 0):
                 raise ConfigError(f"{flag}: expected seconds > 0, got {value:g}")
-        for flag, value in [("--cooldown", self.cooldown), ("--ban-seconds", self.ban_seconds)]:
+        at_least_zero = [
+            ("--cooldown", self.cooldown),
+            ("--ban-seconds", self.ban_seconds),
+            ("--drain-seconds", self.drain_seconds),
+        ]
+        for flag, value in at_least_zero:
             if not (math.isfinite(value) and value >= 0):
                 raise ConfigError(f"{flag}: expected seconds >= 0, got {value:g}")
+        if self.max_connections < 0:
+            raise ConfigError("--max-connections: expected 0 (from the open-file limit) or more")
         if not 1 <= self.session_minutes <= MAX_SESSTIME_MINUTES:
             raise ConfigError(f"--session-minutes: expected 1-{MAX_SESSTIME_MINUTES}")
         if not 0 <= self.port <= 65535 or not 0 <= self.metrics_port <= 65535:
