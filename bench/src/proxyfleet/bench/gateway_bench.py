@@ -149,6 +149,7 @@ async def idle_tunnels(
     finally:
         for w in open_:
             w.transport.abort()
+        await asyncio.sleep(0.1)  # asyncio closes an aborted socket on a later loop turn
     return (after - before) / max(1, len(open_)), len(open_)
 
 
@@ -190,6 +191,17 @@ def _start_gateway(env: BenchEnv, port: int, processes: int) -> list[subprocess.
     wait_tcp("127.0.0.1", port, timeout=30)
     time.sleep(1.0)  # every process listening, not only the first (wait_tcp sees one)
     return procs
+
+
+async def _stop_gateways(gateways: list[subprocess.Popen[bytes]]) -> None:
+    for g in gateways:
+        g.terminate()
+    for g in gateways:  # a stopping gateway drains its connections (--drain-seconds 20)
+        try:
+            await asyncio.to_thread(g.wait, 30)
+        except subprocess.TimeoutExpired:
+            g.kill()
+            g.wait()
 
 
 async def run(env: BenchEnv) -> list[Figure]:
@@ -237,10 +249,7 @@ async def run(env: BenchEnv) -> list[Figure]:
         g_speed = await asyncio.to_thread(download_speed, gw.url(), url, ca)
         per_tunnel, opened = await idle_tunnels(gw, authority, idle, pids)
     finally:
-        for g in gateways:
-            g.terminate()
-        for g in gateways:
-            g.wait(10)
+        await _stop_gateways(gateways)
         if pool is not None:
             pool.stop()
         for target in (bulk, sink):

@@ -160,7 +160,13 @@ class Gateway:
         finally:
             if caller.hold is not None:
                 self._tunnels.forget(caller.hold.lease_id)
-                await self._leaser.finish(caller.hold)
+                await self._finish(caller.hold)
+
+    async def _finish(self, hold: Hold) -> None:
+        try:
+            await self._leaser.finish(hold)
+        except StoreUnavailable as exc:  # the lease expires at its TTL instead
+            log.warning("gateway.release_failed", lease_id=hold.lease_id, error=str(exc))
 
     async def _read_head(self, client: Side) -> bytes:
         try:
