@@ -3,8 +3,8 @@
 Until a side is piped to another, what it receives is kept, so a request or response head
 can be read from it (bounded). Once piped, each chunk it receives is written straight into
 its sink's transport from the callback, and the sink's flow control pauses reading here
-while the sink's write buffer is full. No copy task, no await per chunk: measured against
-streams with two copy tasks, this halves the gateway's Python work per tunnel (decision 89).
+while the sink's write buffer is full. No copy task, no await per chunk: against streams
+with two copy tasks, gateway CPU per tunnel fell from 786-805 us to 641 us (decision 93).
 """
 
 from __future__ import annotations
@@ -67,8 +67,7 @@ class Side(asyncio.Protocol):
                 self.transport.pause_reading()  # a head too large: read_head says so
             self._wake()
             return
-        if sink.transport is not None and not sink.transport.is_closing():
-            sink.transport.write(data)
+        sink.write(data)
         if self._received is not None:
             self._received.inc(len(data))
 

@@ -4,7 +4,7 @@ renew or the idle check closes."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from proxyfleet.common.store.leases import GrantedProxy
 from proxyfleet.gateway.metrics import OPEN_TUNNELS, SESSIONS_ACTIVE
@@ -50,32 +50,32 @@ class Relay:
 
 @dataclass(slots=True)
 class _Held:
+    """A lease with connections of this replica on it, relayed or still reaching their
+    upstream (an end event may come before the relay starts)."""
+
     hold: Hold
     ended: str = ""
     """Why the lease ended ("" while it has not)."""
     connections: int = 0
+    """Connections that expect it (from their grant to their end)."""
+    relays: set[Relay] = field(default_factory=set)
+    """Those of them being relayed now."""
 
 
 class Tunnels:
     def __init__(self) -> None:
-        self._by_lease: dict[str, set[Relay]] = {}
-        self._sessions: dict[tuple[str, str], int] = {}
         self._held: dict[str, _Held] = {}
-        """The lease of every connection from its grant to its end, relayed or not yet
-        (still reaching the upstream): an end event may come before the relay starts."""
+        self._sessions: dict[tuple[str, str], int] = {}
 
     def expect(self, hold: Hold) -> None:
         """A connection rides on `hold` from now on (`forget` when it ends)."""
-        held = self._held.setdefault(hold.lease_id, _Held(hold))
-        held.connections += 1
+        self._held.setdefault(hold.lease_id, _Held(hold)).connections += 1
 
     def forget(self, lease_id: str) -> None:
         """A connection that expected the lease has ended."""
-        held = self._held.get(lease_id)
-        if held is not None:
+        if (held := self._held.get(lease_id)) is not None:
             held.connections -= 1
-            if held.connections <= 0:
-                del self._held[lease_id]
+            self._drop_if_unused(lease_id, held)
 
     def ended(self, lease_id: str) -> str:
         """Why the lease of a connection of this replica ended ("" while it has not, or
@@ -86,24 +86,22 @@ class Tunnels:
     def add(self, relay: Relay) -> None:
         """Relay from now on; one whose lease ended while it reached the upstream is
         closed at once."""
-        held = self._held.get(relay.hold.lease_id)
-        ended = held.ended if held is not None else ""
-        self._by_lease.setdefault(relay.hold.lease_id, set()).add(relay)
+        held = self._held.setdefault(relay.hold.lease_id, _Held(relay.hold))
+        held.relays.add(relay)
         OPEN_TUNNELS.inc()
         if session := relay.hold.session:
             key = (relay.hold.owner, session)
             self._sessions[key] = self._sessions.get(key, 0) + 1
             SESSIONS_ACTIVE.set(len(self._sessions))
-        if ended:
-            relay.close(ended)
+        if held.ended:
+            relay.close(held.ended)
 
     def remove(self, relay: Relay) -> None:
-        relays = self._by_lease.get(relay.hold.lease_id)
-        if relays is None or relay not in relays:
+        held = self._held.get(relay.hold.lease_id)
+        if held is None or relay not in held.relays:
             return
-        relays.discard(relay)
-        if not relays:
-            del self._by_lease[relay.hold.lease_id]
+        held.relays.discard(relay)
+        self._drop_if_unused(relay.hold.lease_id, held)
         OPEN_TUNNELS.dec()
         if session := relay.hold.session:
             key = (relay.hold.owner, session)
@@ -115,33 +113,34 @@ class Tunnels:
             SESSIONS_ACTIVE.set(len(self._sessions))
 
     def close_lease(self, lease_id: str, why: str) -> int:
-        if (held := self._held.get(lease_id)) is not None:
-            held.ended = why
-        relays = list(self._by_lease.get(lease_id, ()))
+        held = self._held.get(lease_id)
+        if held is None:
+            return 0
+        held.ended = why
+        relays = list(held.relays)
         for relay in relays:
             relay.close(why)
         return len(relays)
 
     def close_proxy(self, proxy_id: str, why: str) -> int:
-        for held in self._held.values():
-            if held.hold.proxy.id == proxy_id:
-                held.ended = why
-        found = [r for r in self if r.hold.proxy.id == proxy_id]
-        for relay in found:
-            relay.close(why)
-        return len(found)
+        leases = [lid for lid, held in self._held.items() if held.hold.proxy.id == proxy_id]
+        return sum(self.close_lease(lease_id, why) for lease_id in leases)
 
     def holds(self) -> list[Hold]:
-        """One hold per lease with an open connection."""
-        return [next(iter(relays)).hold for relays in self._by_lease.values() if relays]
+        """One hold per lease with a connection being relayed."""
+        return [held.hold for held in self._held.values() if held.relays]
 
     def __iter__(self) -> Iterator[Relay]:
-        for relays in list(self._by_lease.values()):
-            yield from list(relays)
+        for held in list(self._held.values()):
+            yield from list(held.relays)
 
     def __len__(self) -> int:
-        return sum(len(r) for r in self._by_lease.values())
+        return sum(len(held.relays) for held in self._held.values())
 
     def close_all(self, why: str) -> None:
         for relay in self:
             relay.close(why)
+
+    def _drop_if_unused(self, lease_id: str, held: _Held) -> None:
+        if held.connections <= 0 and not held.relays:
+            del self._held[lease_id]
