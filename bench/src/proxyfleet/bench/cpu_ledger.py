@@ -34,21 +34,22 @@ def _stat(pid: int) -> tuple[int, float] | None:
     return int(fields[1]), (int(fields[11]) + int(fields[12])) / _TICK
 
 
-def tree_seconds(roots: list[int]) -> float:
-    """CPU seconds of the processes in `roots` and all their live descendants (what exited
-    is not counted: the trees measured here keep their processes)."""
-    parents: dict[int, int] = {}
-    cpu: dict[int, float] = {}
+def _processes() -> dict[int, tuple[int, float]]:
+    """Every live process: pid -> (parent pid, CPU seconds of its own)."""
+    table: dict[int, tuple[int, float]] = {}
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit() and (stat := _stat(int(entry.name))) is not None:
-            parents[int(entry.name)], cpu[int(entry.name)] = stat
+            table[int(entry.name)] = stat
+    return table
+
+
+def tree_seconds(roots: list[int], procs: dict[int, tuple[int, float]]) -> float:
+    """CPU seconds of the processes in `roots` and all their live descendants in `procs`
+    (what exited is not counted: the trees measured here keep their processes)."""
     wanted = set(roots)
-    changed = True
-    while changed:
-        more = {pid for pid, parent in parents.items() if parent in wanted} - wanted
+    while more := {pid for pid, (parent, _) in procs.items() if parent in wanted} - wanted:
         wanted |= more
-        changed = bool(more)
-    return sum(cpu.get(pid, 0.0) for pid in wanted)
+    return sum(procs[pid][1] for pid in wanted if pid in procs)
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,8 +60,10 @@ class Snapshot:
 
 
 def snapshot(trees: Mapping[str, list[int]]) -> Snapshot:
+    """One reading of the process table for every tree."""
+    table = _processes()
     return Snapshot(
-        machine_seconds(), self_seconds(), {k: tree_seconds(v) for k, v in trees.items()}
+        machine_seconds(), self_seconds(), {k: tree_seconds(v, table) for k, v in trees.items()}
     )
 
 
