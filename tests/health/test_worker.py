@@ -120,17 +120,25 @@ async def test_killed_proxy_turns_unhealthy_after_three_failures_and_ready_after
     def results() -> list[ProbeResult]:
         return [r for r in probe_results.items if r.proxy_id == proxy.id]
 
+    def mine() -> list[Event]:
+        return _worker_events(events, proxy)
+
     async with run_worker():
         await _wait_phase(registry, proxy.id, Phase.READY)
         own_squid.kill()
         await _wait_phase(registry, proxy.id, Phase.UNHEALTHY)
-        # exactly three failures in a row, the last good result just before them
-        tail = [r.ok for r in results()]
-        assert tail[-4:] == [True, False, False, False]
         down = await registry.get(proxy.id)
         assert down is not None
         assert down.fail_streak == 3
         assert down.reason.startswith("proxy unreachable: ")
+        # The store changes before the results reach us over NATS, and probing goes on:
+        # read the results up to the transition's event, once all three have arrived.
+        await events.wait_for(lambda: any(e.type == "proxy.unhealthy" for e in mine()))
+        went_down = next(e for e in mine() if e.type == "proxy.unhealthy")
+        await probe_results.wait_for(lambda: [r.ok for r in results()][-3:] == [False] * 3)
+        tail = [r.ok for r in results() if r.time <= went_down.time]
+        # exactly three failures in a row, the last good result just before them
+        assert tail[-4:] == [True, False, False, False]
 
         n_before = len(results())
         own_squid.start()
