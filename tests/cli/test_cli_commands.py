@@ -85,6 +85,18 @@ def test_proxies_create_ls_get_rm(cli: Cli, live_api: LiveApi) -> None:
     assert json.loads(gone.stdout)[0]["phase"] in {"deleting", "deleted"}
 
 
+def test_proxies_rm_deletes_the_rest_past_one_it_cannot(cli: Cli, live_api: LiveApi) -> None:
+    live_api.ready_proxy("p1")
+    live_api.ready_proxy("p2")
+    done = cli.run(
+        "proxies", "rm", "p1", "nosuchproxy", "p2", "-o", "json", token=live_api.admin_token
+    )
+    assert done.returncode == 4, done.stderr  # the first failure's code: not found
+    assert [p["id"] for p in json.loads(done.stdout)] == ["p1", "p2"]
+    assert "nosuchproxy: " in done.stderr
+    assert "p1" not in done.stderr
+
+
 def test_lease_calls_one_by_one_with_json(cli: Cli, live_api: LiveApi) -> None:
     live_api.ready_proxy("p1")
     granted = cli.run("leases", "grant", "--ttl", "60", "--target", "example.com")

@@ -7,10 +7,10 @@ from typing import Annotated
 
 import typer
 
-from proxyfleet.cli import fmt, render
+from proxyfleet.cli import exitcodes, fmt, render
 from proxyfleet.cli.render import Format
 from proxyfleet.cli.state import state_of
-from proxyfleet.client import Proxy
+from proxyfleet.client import Proxy, ProxyfleetError, TransportError
 
 app = typer.Typer(help="Proxies: list, show, create, delete (an admin token).")
 
@@ -140,13 +140,26 @@ def remove(
     force: Annotated[bool, typer.Option(help="Even a leased one (its lease is revoked).")] = False,
     output: Output = Format.table,
 ) -> None:
-    """Delete proxies (a leased one is a conflict unless --force)."""
+    """Delete proxies (a leased one is a conflict unless --force). One that cannot be
+    deleted is named on stderr and the rest are still deleted; the exit code is that of
+    the first failure."""
+    gone: list[Proxy] = []
+    failed: list[ProxyfleetError] = []
     with state_of(ctx).client() as client:
-        gone = [client.delete_proxy(pid, force=force) for pid in proxy_ids]
+        for pid in proxy_ids:
+            try:
+                gone.append(client.delete_proxy(pid, force=force))
+            except TransportError:
+                raise  # the API is away: every later id would fail the same way
+            except ProxyfleetError as e:
+                render.note(f"proxyfleet: {pid}: {exitcodes.message(e)}")
+                failed.append(e)
     if output is Format.json:
         render.emit_json(gone)
     else:
         render.table(COLUMNS, [_row(p) for p in gone])
+    if failed:
+        raise typer.Exit(exitcodes.for_error(failed[0]))
 
 
 def _pairs(values: list[str] | None, what: str) -> dict[str, str]:
