@@ -51,10 +51,7 @@ def list_(
     """Active leases, soonest expiry first (a client token sees its own)."""
     with state_of(ctx).client() as client:
         found: list[LeaseState] = list(islice(client.iter_leases(proxy_id=proxy), limit))
-    if output is Format.json:
-        render.emit_json(found)
-    else:
-        render.table(COLUMNS, [row(x) for x in found])
+    render.items(output, COLUMNS, found, row)
 
 
 @app.command()

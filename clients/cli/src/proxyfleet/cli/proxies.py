@@ -58,10 +58,7 @@ def list_(
             include_deleted=include_deleted,
         )
         found: list[Proxy] = list(islice(pages, limit))  # limit None: every page
-    if output is Format.json:
-        render.emit_json(found)
-    else:
-        render.table(COLUMNS, [_row(p) for p in found])
+    render.items(output, COLUMNS, found, _row)
 
 
 @app.command()
@@ -127,10 +124,7 @@ def create(
             placement=places or None,
             idempotency_key=idempotency_key,
         )
-    if output is Format.json:
-        render.emit_json(made)
-    else:
-        render.table(COLUMNS, [_row(p) for p in made])
+    render.items(output, COLUMNS, made, _row)
 
 
 @app.command("rm")
@@ -154,10 +148,7 @@ def remove(
             except ProxyfleetError as e:
                 render.note(f"proxyfleet: {pid}: {exitcodes.message(e)}")
                 failed.append(e)
-    if output is Format.json:
-        render.emit_json(gone)
-    else:
-        render.table(COLUMNS, [_row(p) for p in gone])
+    render.items(output, COLUMNS, gone, _row)
     if failed:
         raise typer.Exit(exitcodes.for_error(failed[0]))
 

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import enum
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 import msgspec
 from rich import box
 from rich.console import Console
 from rich.table import Table
+
+T = TypeVar("T")
 
 
 class Format(enum.StrEnum):
@@ -43,6 +45,16 @@ def table(
     for row in rows:
         t.add_row(*row)
     _console().print(t)
+
+
+def items(
+    output: Format, columns: Sequence[str], found: Sequence[T], row: Callable[[T], Sequence[str]]
+) -> None:
+    """Structs as a JSON list, or as a table of one row each."""
+    if output is Format.json:
+        emit_json(found)
+    else:
+        table(columns, [row(x) for x in found])
 
 
 def line(text: str) -> None:
