@@ -21,6 +21,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from tests.devstack.procs import alive, children
 
 from proxyfleet.devstack.banner import cli_command, cli_copy_paste
 from proxyfleet.devstack.stack import stop_local_proxies
@@ -46,8 +47,8 @@ class DevRun:
         return found
 
 
-@pytest.fixture
-def dev_run() -> Iterator[DevRun]:
+def _start_dev_run() -> tuple[subprocess.Popen[bytes], DevRun]:
+    """`proxyfleet-dev run` in a fresh folder, once its banner is out."""
     # Squid drops to user `proxy` when run as root: the folder must be traversable.
     base = Path(tempfile.mkdtemp(prefix="proxyfleet-first-"))
     base.chmod(0o711)
@@ -62,22 +63,34 @@ def dev_run() -> Iterator[DevRun]:
             env=env,
         )
     run = DevRun(base / ".dev", base / ".dev" / "stack.env", out)
-    try:
-        deadline = time.monotonic() + 90
-        while "Ctrl-C stops everything" not in out.read_text(errors="replace"):
-            assert proc.poll() is None, out.read_text(errors="replace")[-3000:]
-            assert time.monotonic() < deadline, "no banner within 90 s"
-            time.sleep(0.2)
-        yield run
-    finally:
+    deadline = time.monotonic() + 90
+    while "Ctrl-C stops everything" not in out.read_text(errors="replace"):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            _stop(proc, run)
+            raise AssertionError(out.read_text(errors="replace")[-3000:])
+        time.sleep(0.2)
+    return proc, run
+
+
+def _stop(proc: subprocess.Popen[bytes], run: DevRun) -> None:
+    if proc.poll() is None:
         proc.send_signal(signal.SIGINT)  # Ctrl-C, as the banner says
         try:
             proc.wait(60)
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-        stop_local_proxies(base / ".dev" / "local-proxies")
-        shutil.rmtree(base, ignore_errors=True)
+    stop_local_proxies(run.base / "local-proxies")
+    shutil.rmtree(run.base.parent, ignore_errors=True)
+
+
+@pytest.fixture
+def dev_run() -> Iterator[DevRun]:
+    proc, run = _start_dev_run()
+    try:
+        yield run
+    finally:
+        _stop(proc, run)
 
 
 def test_make_run_then_proxyfleet_lease_curl_prints_the_page(
@@ -117,3 +130,23 @@ def test_make_run_then_proxyfleet_lease_curl_prints_the_page(
     proxies = httpx.get(f"{values['PF']}/v1/proxies", headers=admin, timeout=10).json()
     assert len(proxies["items"]) == 3
     assert not any(p["leased"] for p in proxies["items"])
+
+
+def test_a_sigkilled_make_run_leaves_no_service_or_server_running() -> None:
+    """NATS, Redis, the target and every service end with a launcher that could not stop
+    them (SIGKILL); the local proxies stay, for the next run to adopt."""
+    proc, run = _start_dev_run()
+    started: list[int] = []
+    try:
+        started = children(proc.pid)
+        assert len(started) >= 8  # nats, redis, target, api, gateway, provisioner, health, gc
+        proc.kill()
+        proc.wait()
+        deadline = time.monotonic() + 30
+        while running := [pid for pid in started if alive(pid)]:
+            assert time.monotonic() < deadline, f"still running 30 s after: {running}"
+            time.sleep(0.1)
+    finally:
+        for pid in filter(alive, started):  # what the launcher started, each in its session
+            os.killpg(pid, signal.SIGKILL)
+        _stop(proc, run)

@@ -44,10 +44,13 @@ def run(
             redis_url=os.environ.get("REDIS_URL", ""),
             engine=engine,
             log_level=log_level,
+            tied=True,
         )
     )
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    # SIGHUP: the terminal was closed; stop as cleanly as for Ctrl-C.
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, lambda *_: stop.set())
     try:
         stack.start()  # Ctrl-C here raises KeyboardInterrupt: whatever started is stopped
         # Explicit: SIGINT may arrive ignored (a background job) and must still stop us.

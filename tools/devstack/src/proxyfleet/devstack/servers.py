@@ -11,6 +11,8 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
+from proxyfleet.devstack import tie
+
 
 def free_port(host: str = "127.0.0.1") -> int:
     with socket.socket() as s:
@@ -68,28 +70,30 @@ def redis_server_binary() -> str:
     return str(get_binary_path())
 
 
-def start_nats(data_dir: Path, log: Path | None = None) -> Server:
+def start_nats(data_dir: Path, log: Path | None = None, *, tied: bool = False) -> Server:
+    """`tied`: the server ends with this process (tie.py), as the dev stack's do."""
     data_dir.mkdir(parents=True, exist_ok=True)
     ports_dir = data_dir / "ports"
     ports_dir.mkdir(exist_ok=True)
     for old in ports_dir.glob("*.ports"):
         old.unlink()
     out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115
+    argv = [
+        nats_server_binary(),
+        "-a",
+        "127.0.0.1",
+        "-p",
+        "-1",
+        "-m",
+        "-1",
+        "-js",
+        "-sd",
+        str(data_dir / "js"),
+        "--ports_file_dir",
+        str(ports_dir),
+    ]
     proc = subprocess.Popen(
-        [
-            nats_server_binary(),
-            "-a",
-            "127.0.0.1",
-            "-p",
-            "-1",
-            "-m",
-            "-1",
-            "-js",
-            "-sd",
-            str(data_dir / "js"),
-            "--ports_file_dir",
-            str(ports_dir),
-        ],
+        tie.tied(argv) if tied else argv,
         stdout=out,
         stderr=out,
         start_new_session=True,  # stopped by us, after the services that use it
@@ -110,30 +114,34 @@ def start_nats(data_dir: Path, log: Path | None = None) -> Server:
     raise TimeoutError("nats-server did not report its ports in 10s")
 
 
-def start_redis(data_dir: Path, log: Path | None = None, *, persistent: bool = False) -> Server:
+def start_redis(
+    data_dir: Path, log: Path | None = None, *, persistent: bool = False, tied: bool = False
+) -> Server:
     """`persistent`: append-only file (fsync every second) in `data_dir`, as production
-    should run it (docs/operations.md); tests and the bench keep everything in memory."""
+    should run it (docs/operations.md); tests and the bench keep everything in memory.
+    `tied`: the server ends with this process (tie.py)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115
+    argv = [
+        redis_server_binary(),
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "yes" if persistent else "no",
+        "--appendfsync",
+        "everysec",
+        "--dir",
+        str(data_dir),
+        "--daemonize",
+        "no",
+    ]
     proc = subprocess.Popen(
-        [
-            redis_server_binary(),
-            "--port",
-            str(port),
-            "--bind",
-            "127.0.0.1",
-            "--save",
-            "",
-            "--appendonly",
-            "yes" if persistent else "no",
-            "--appendfsync",
-            "everysec",
-            "--dir",
-            str(data_dir),
-            "--daemonize",
-            "no",
-        ],
+        tie.tied(argv) if tied else argv,
         stdout=out,
         stderr=out,
         start_new_session=True,  # stopped by us, after the services that use it

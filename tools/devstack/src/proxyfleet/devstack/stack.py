@@ -23,6 +23,7 @@ from typing import IO
 import httpx
 
 from proxyfleet.devstack.servers import Server, free_port, start_nats, start_redis, wait_tcp
+from proxyfleet.devstack.tie import tied
 
 Printer = Callable[[str], None]
 
@@ -63,6 +64,9 @@ class StackOptions:
     """More entries of the providers config's `providers:` list (YAML, indented by two)."""
     extra_services: dict[str, list[str]] = field(default_factory=dict)
     """More services to start, name -> command line (another provider's provisioner)."""
+    tied: bool = False
+    """Servers and services end when this process does, even SIGKILLed (tie.py): for
+    `proxyfleet-dev run`, whose main thread starts them and lives as long as it does."""
 
 
 ADMIN_NAME = "dev-admin"
@@ -106,12 +110,14 @@ class Stack:
     def _start_infra(self, base: Path) -> None:
         self.nats_url = self.opts.nats_url
         if not self.nats_url:
-            nats = start_nats(base / "nats", base / "logs" / "nats.log")
+            nats = start_nats(base / "nats", base / "logs" / "nats.log", tied=self.opts.tied)
             self.servers.append(nats)
             self.nats_url = nats.url
         self.redis_url = self.opts.redis_url
         if not self.redis_url:
-            redis = start_redis(base / "redis", base / "logs" / "redis.log", persistent=True)
+            redis = start_redis(
+                base / "redis", base / "logs" / "redis.log", persistent=True, tied=self.opts.tied
+            )
             self.servers.append(redis)
             self.redis_url = redis.url
 
@@ -267,7 +273,7 @@ class Stack:
         # A session of its own: a terminal's Ctrl-C reaches only the launcher, which then
         # stops services before the NATS and Redis they need.
         proc = subprocess.Popen(
-            args,
+            tied(args) if self.opts.tied else args,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             env=self.service_env(),
