@@ -104,6 +104,37 @@ async def test_a_lease_granted_by_an_admin_is_hidden_from_clients(api: Api) -> N
     assert (await api.admin.get(f"/v1/leases/{lease['lease_id']}")).json()["client"] == ADMIN_NAME
 
 
+async def test_every_lease_event_names_its_owner_and_who_acted(
+    start_api: ApiFactory, events: Recorder
+) -> None:
+    """`client` is the owner on every lease event; `by` is whoever called (an admin ending a
+    client's lease shows in the event), absent when nobody did (the revocation)."""
+    api = await start_api()
+    await ready_proxy(api, "po6")
+    await ready_proxy(api, "po7")
+    first = await grant(api.client)
+    lid, epoch = first["lease_id"], first["epoch"]
+    await api.client.post(f"/v1/leases/{lid}/renew", json={"epoch": epoch, "ttl": 30})
+    await api.admin.post(f"/v1/leases/{lid}/report", json={"epoch": epoch, "outcome": "ok"})
+    await api.admin.post(f"/v1/leases/{lid}/release", json={"epoch": epoch})
+    second = await grant(api.client)
+    gone = await api.admin.delete(f"/v1/proxies/{second['proxy']['id']}?force=true")
+    assert gone.status_code in (200, 202), gone.text
+
+    acted = {}
+    for kind in ("granted", "renewed", "reported", "released"):
+        e = await events.event(f"lease.{kind}", lease_id=lid)
+        acted[kind] = (e.data.client, e.data.by)
+    assert acted == {
+        "granted": (CLIENT_NAME, CLIENT_NAME),
+        "renewed": (CLIENT_NAME, CLIENT_NAME),
+        "reported": (CLIENT_NAME, ADMIN_NAME),
+        "released": (CLIENT_NAME, ADMIN_NAME),
+    }
+    revoked = await events.event("lease.revoked", lease_id=second["lease_id"])
+    assert (revoked.data.client, revoked.data.by) == (CLIENT_NAME, None)
+
+
 async def test_names_in_logs_and_events_never_secrets(
     start_api: ApiFactory, events: Recorder, capsys: pytest.CaptureFixture[str]
 ) -> None:

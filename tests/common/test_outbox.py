@@ -106,10 +106,10 @@ async def test_every_lease_event_carries_its_provider(
     await make_ready(registry, make_proxy("p2", clock))
     await redis_client.delete("pf:outbox")
     first = await leases.grant(GrantRequest(ttl=60, holder="h", target="t.example", client="c1"))
-    await leases.renew(first.id, first.epoch, 120)
-    await leases.report(first.id, first.epoch, LeaseOutcome.BLOCKED)
-    await leases.release(first.id, first.epoch)
-    second = await leases.grant(GrantRequest(ttl=5))
+    await leases.renew(first.id, first.epoch, 120, owner="c1", actor="c1")
+    await leases.report(first.id, first.epoch, LeaseOutcome.BLOCKED, actor="an-admin")
+    await leases.release(first.id, first.epoch, actor="an-admin")
+    second = await leases.grant(GrantRequest(ttl=5, client="c2"))
     clock.advance(10)
     await leases.expire_due()
     events = await _events(redis_client)
@@ -130,11 +130,22 @@ async def test_every_lease_event_carries_its_provider(
         target="t.example",
         expires_at=first.expires_at,
         client="c1",
+        by="c1",
     )
+    # `client`: the owner, on every lease event; `by`: who called, absent for an expiry
+    assert [(e.data.client, e.data.by) for e in events[1:4]] == [
+        ("c1", "c1"),
+        ("c1", "an-admin"),
+        ("c1", "an-admin"),
+    ]
     assert events[2].data == EventData(
-        epoch=first.epoch, outcome=LeaseOutcome.BLOCKED, target="t.example"
+        epoch=first.epoch,
+        outcome=LeaseOutcome.BLOCKED,
+        target="t.example",
+        client="c1",
+        by="an-admin",
     )
-    assert events[5].data == EventData(epoch=second.epoch)
+    assert events[5].data == EventData(epoch=second.epoch, client="c2")
 
 
 async def test_the_event_wire_shape_is_the_documented_envelope(

@@ -132,9 +132,10 @@ class ProviderList(msgspec.Struct, kw_only=True):
 
 class EventData(msgspec.Struct, kw_only=True):
     """What an event says besides its envelope; only the fields of its kind are set.
-    proxy.*: `from_` (previous phase), `gen`, `reason`; lease.*: `epoch`; granted:
-    `holder`, `target`, `expires_at`, `client`; renewed: `expires_at`; reported:
-    `outcome`, `target`; revoked: `reason`."""
+    proxy.*: `from_` (previous phase), `gen`, `reason`; lease.*: `epoch`, `client` (the
+    lease's owner), `by` (the token that made the call; absent for an expiry or a
+    revocation); granted: `holder`, `target`, `expires_at`; renewed: `expires_at`;
+    reported: `outcome`, `target`; revoked: `reason`."""
 
     from_: str | None = msgspec.field(default=None, name="from")
     gen: int | None = None
@@ -145,6 +146,7 @@ class EventData(msgspec.Struct, kw_only=True):
     expires_at: float | None = None
     outcome: str | None = None
     client: str | None = None
+    by: str | None = None
 
 
 class Event(msgspec.Struct, kw_only=True):

@@ -128,8 +128,9 @@ class EventData(msgspec.Struct, kw_only=True, omit_defaults=True):
     """What an event says besides its envelope; only the fields of its kind are present.
 
     proxy.*: `from` (previous phase, "" for pending), `gen`, `reason` (failed, unhealthy).
-    lease.*: `epoch`; granted: `holder`, `target`, `expires_at`, `client` (the granting
-    token's name, never its secret); renewed: `expires_at`;
+    lease.*: `epoch`, `client` (the owner: the granting token's name, never its secret),
+    `by` (the token that made the call, the owner's or an admin's; absent for an expiry or
+    a revocation); granted: `holder`, `target`, `expires_at`; renewed: `expires_at`;
     reported: `outcome`, `target`; revoked: `reason`.
     """
 
@@ -142,6 +143,7 @@ class EventData(msgspec.Struct, kw_only=True, omit_defaults=True):
     expires_at: float | None = None
     outcome: LeaseOutcome | None = None
     client: str | None = None
+    by: str | None = None
 
 
 class Event(msgspec.Struct, kw_only=True):

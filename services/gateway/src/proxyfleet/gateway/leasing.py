@@ -89,7 +89,7 @@ class Leaser:
     async def end(self, hold: Hold) -> None:
         """Release the lease; one that already ended is no error."""
         with contextlib.suppress(Conflict, NotFound):
-            await self._store.release(hold.lease_id, hold.epoch, hold.owner)
+            await self._store.release(hold.lease_id, hold.epoch, hold.owner, hold.owner)
         if hold.session:
             await self._sessions.drop(hold.owner, hold.session, hold.lease_id)
 
@@ -100,14 +100,16 @@ class Leaser:
             await self.end(hold)
             return False
         try:
-            await self._store.renew(hold.lease_id, hold.epoch, ttl, hold.owner)
+            await self._store.renew(hold.lease_id, hold.epoch, ttl, hold.owner, hold.owner)
         except (Conflict, NotFound):
             return False
         return True
 
     async def report(self, hold: Hold, outcome: LeaseOutcome, why: str, target: str = "") -> None:
         try:
-            await self._store.report(hold.lease_id, hold.epoch, outcome, target, hold.owner)
+            await self._store.report(
+                hold.lease_id, hold.epoch, outcome, target, hold.owner, hold.owner
+            )
         except (Conflict, NotFound):
             return
         REPORTS.labels(outcome.value).inc()
@@ -170,7 +172,7 @@ class Leaser:
         if ttl <= 0:
             return None
         try:
-            renewed = await self._store.renew(bound.lease_id, bound.epoch, ttl, owner)
+            renewed = await self._store.renew(bound.lease_id, bound.epoch, ttl, owner, owner)
         except (Conflict, NotFound):
             return None
         proxy = await self._registry.get(renewed.proxy_id)
@@ -184,7 +186,7 @@ class Leaser:
 
     async def _store_release(self, hold: Hold) -> None:
         with contextlib.suppress(Conflict, NotFound):
-            await self._store.release(hold.lease_id, hold.epoch, hold.owner)
+            await self._store.release(hold.lease_id, hold.epoch, hold.owner, hold.owner)
 
     def _session_ttl(self, ends_at: float) -> float:
         return min(self._settings.session_idle, ends_at - self._clock.now())

@@ -203,26 +203,39 @@ class LeaseStore:
 
     # `owner` on renew/report/release: the caller's token name, checked against the
     # lease's owner in the script (another's lease is NotFound); "" acts on any (admin).
-    async def renew(self, lease_id: str, epoch: int, ttl: float, owner: str = "") -> Renewed:
+    async def renew(
+        self, lease_id: str, epoch: int, ttl: float, owner: str = "", actor: str = ""
+    ) -> Renewed:
+        """`owner`: the client the call is restricted to ("" for an admin); `actor`: the
+        calling token's name, for the event's `by`."""
         ttl = min(ttl, self.policy.max_ttl)
         res = await self._scripts.call(
-            "renew", lease_id, epoch, repr(self._clock.now()), repr(ttl), fast_id("e"), owner
-        )
+            "renew", lease_id, epoch, repr(self._clock.now()), repr(ttl), fast_id("e"), owner,
+            actor,
+        )  # fmt: skip
         self._check(res, lease_id)
         return Renewed(lease_id, str(res[2]), float(res[1]))
 
-    async def release(self, lease_id: str, epoch: int, owner: str = "") -> Released:
+    async def release(
+        self, lease_id: str, epoch: int, owner: str = "", actor: str = ""
+    ) -> Released:
         now = repr(self._clock.now())
         cooldown = repr(self.policy.cooldown)
         res = await self._scripts.call(
             "release", lease_id, epoch, now, cooldown, fast_id("e"), owner,
-            repr(self.policy.ended_ttl),
+            repr(self.policy.ended_ttl), actor,
         )  # fmt: skip
         self._check(res, lease_id)
         return Released(lease_id, str(res[1]))
 
     async def report(
-        self, lease_id: str, epoch: int, outcome: LeaseOutcome, target: str = "", owner: str = ""
+        self,
+        lease_id: str,
+        epoch: int,
+        outcome: LeaseOutcome,
+        target: str = "",
+        owner: str = "",
+        actor: str = "",
     ) -> tuple[str, str]:
         """Record an outcome; returns (proxy id, target it applied to)."""
         res = await self._scripts.call(
@@ -235,6 +248,7 @@ class LeaseStore:
             repr(self.policy.ban_seconds),
             fast_id("e"),
             owner,
+            actor,
         )
         self._check(res, lease_id)
         return str(res[1]), str(res[2])

@@ -29,7 +29,6 @@ from proxyfleet.api.metrics import EVENT_STREAMS
 from proxyfleet.common import subjects
 from proxyfleet.common.errors import StoreUnavailable
 from proxyfleet.common.logging import get_logger
-from proxyfleet.common.models import Event
 from proxyfleet.common.store import LeaseStore
 from proxyfleet.common.tokens import Principal
 
@@ -37,8 +36,11 @@ log = get_logger(__name__)
 
 QUEUE_MAX = 1000
 """Messages one stream holds for a slow reader before it drops (and says so)."""
-OWNERS_MAX = 10_000
-"""Lease owners remembered per stream (a client token's view of lease events)."""
+
+
+class _HeadData(msgspec.Struct):
+    client: str = ""
+    """A lease event's owner."""
 
 
 class _Head(msgspec.Struct):
@@ -48,10 +50,10 @@ class _Head(msgspec.Struct):
     id: str = ""
     proxy_id: str = ""
     lease_id: str = ""
+    data: _HeadData = msgspec.field(default_factory=_HeadData)
 
 
 _head = msgspec.json.Decoder(_Head)
-_event = msgspec.json.Decoder(Event)
 _json = msgspec.json.Encoder()
 
 
@@ -146,40 +148,30 @@ async def _message(msg: Msg, flt: FeedFilter, owners: _Owners) -> bytes:
         return b""
     if not flt.wants(head.type, head.proxy_id):
         return b""
-    if is_lease_event(head.type) and not await owners.may_see(head, msg.data):
+    if is_lease_event(head.type) and not await owners.may_see(head):
         return b""
     return sse(head.type, msg.data, head.id)
 
 
 class _Owners:
-    """Whether a client token may see a lease event: the lease is its own. lease.granted
-    names the owner; later events are looked up once per lease."""
+    """Whether a client token may see a lease event: the lease is its own. Every lease
+    event names its owner (`client`); one from an older version that does not (during a
+    rolling upgrade) is looked up."""
 
     def __init__(self, leases: LeaseStore, caller: Principal) -> None:
         self._leases = leases
         self._owner = caller.lease_owner
-        self._known: dict[str, str] = {}
 
-    async def may_see(self, head: _Head, raw: bytes) -> bool:
+    async def may_see(self, head: _Head) -> bool:
         if not self._owner:
             return True  # an admin sees every lease
-        owner = self._known.get(head.lease_id)
-        if owner is None:
-            owner = await self._look_up(head.lease_id, raw)
-            if owner:
-                if len(self._known) >= OWNERS_MAX:
-                    self._known.clear()
-                self._known[head.lease_id] = owner
-        return owner == self._owner
+        return (head.data.client or await self._look_up(head.lease_id)) == self._owner
 
-    async def _look_up(self, lease_id: str, raw: bytes) -> str:
-        with contextlib.suppress(msgspec.DecodeError):
-            if named := _event.decode(raw).data.client:
-                return named
+    async def _look_up(self, lease_id: str) -> str:
         try:
             found = await self._leases.get(lease_id)
         except StoreUnavailable:
-            return ""  # not remembered: asked again at the lease's next event
+            return ""
         return found[0].client if found else ""
 
 

@@ -107,13 +107,15 @@ class LeaseService:
     async def renew(
         self, lease_id: str, epoch: int, ttl: float | None, caller: Principal
     ) -> Renewed:
-        return await self._store.renew(lease_id, epoch, self.ttl(ttl), caller.lease_owner)
+        return await self._store.renew(
+            lease_id, epoch, self.ttl(ttl), caller.lease_owner, caller.name
+        )
 
     async def report(
         self, lease_id: str, epoch: int, outcome: LeaseOutcome, target: str, caller: Principal
     ) -> tuple[str, str]:
         proxy_id, applied_to = await self._store.report(
-            lease_id, epoch, outcome, target, caller.lease_owner
+            lease_id, epoch, outcome, target, caller.lease_owner, caller.name
         )
         log.info(
             "api.lease_reported",
@@ -125,7 +127,7 @@ class LeaseService:
         return proxy_id, applied_to
 
     async def release(self, lease_id: str, epoch: int, caller: Principal) -> Released:
-        released = await self._store.release(lease_id, epoch, caller.lease_owner)
+        released = await self._store.release(lease_id, epoch, caller.lease_owner, caller.name)
         LEASES_RELEASED.inc()
         log.debug(
             "api.lease_released",

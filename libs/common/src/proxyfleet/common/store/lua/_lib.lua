@@ -58,6 +58,21 @@ local function json_str(s) return cjson.encode(tostring(s or '')) end
 -- data: a flat list {key, json_value, key, json_value, ...} (values already encoded).
 -- now_raw is the caller's clock reading as sent (a JSON number, full precision).
 -- event_id: the first event of a script takes the caller's id; others append -2, -3, ...
+-- A lease event's data with `client` (the lease's owner, so a client's events are its own
+-- without a look-up) and `by` (the token that made the call, an admin's too; '' when
+-- nobody called: an expiry, a revocation).
+local function acted(owner, actor, data)
+  if owner and owner ~= '' then
+    data[#data + 1] = 'client'
+    data[#data + 1] = json_str(owner)
+  end
+  if actor and actor ~= '' then
+    data[#data + 1] = 'by'
+    data[#data + 1] = json_str(actor)
+  end
+  return data
+end
+
 local function event(event_type, event_id, now_raw, proxy_id, provider, lease_id, data)
   events_made = events_made + 1
   local id = event_id

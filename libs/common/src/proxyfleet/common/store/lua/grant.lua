@@ -80,9 +80,9 @@ local function take(id)
     redis.call('HSET', ikey, 'fp', fingerprint, 'lease', lease_id)
     redis.call('EXPIRE', ikey, math.max(math.ceil(ttl), 1))
   end
-  event('lease.granted', event_id, ARGV[2], id, provider_, lease_id, {'epoch', tostring(epoch),
-    'holder', json_str(holder), 'target', json_str(target), 'expires_at', tostring(expires),
-    'client', json_str(client)})
+  event('lease.granted', event_id, ARGV[2], id, provider_, lease_id, acted(client, client,
+    {'epoch', tostring(epoch), 'holder', json_str(holder), 'target', json_str(target),
+    'expires_at', tostring(expires)}))
   return {1, id, epoch, tostring(expires), got}
 end
 

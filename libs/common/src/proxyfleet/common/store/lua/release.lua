@@ -1,5 +1,5 @@
 -- ARGV: ns, lease_id, epoch, now, cooldown, event_id, owner ('' = any: admin),
---       keep (seconds the ended lease stays readable)
+--       keep (seconds the ended lease stays readable), actor (the calling token's name)
 -- -> {1, proxy_id} | {-1} missing or not the owner's | {-2, reason}
 local lkey = k('lease', ARGV[2])
 local l = redis.call('HMGET', lkey, 'epoch', 'state', 'client')
@@ -9,5 +9,5 @@ if tonumber(ARGV[3]) ~= tonumber(l[1]) then return {-2, 'stale epoch'} end
 local proxy_id = end_lease(ARGV[2], 'released', tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[8])
   or ''
 event('lease.released', ARGV[6], ARGV[4], proxy_id, lease_provider(ARGV[2], proxy_id), ARGV[2],
-  {'epoch', l[1]})
+  acted(l[3], ARGV[9], {'epoch', l[1]}))
 return {1, proxy_id}

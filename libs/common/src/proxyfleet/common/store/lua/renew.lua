@@ -1,4 +1,5 @@
--- ARGV: ns, lease_id, epoch, now, ttl, event_id, owner ('' = any: admin)
+-- ARGV: ns, lease_id, epoch, now, ttl, event_id, owner ('' = any: admin), actor (the
+--       calling token's name)
 -- -> {1, expires_at, proxy_id} | {-1} missing or not the owner's | {-2, reason}
 local lkey = k('lease', ARGV[2])
 local l = redis.call('HMGET', lkey, 'epoch', 'state', 'expires_at', 'proxy_id', 'client')
@@ -11,5 +12,5 @@ local expires = now + tonumber(ARGV[5])
 redis.call('HSET', lkey, 'expires_at', expires)
 redis.call('ZADD', k('leases'), expires, ARGV[2])
 event('lease.renewed', ARGV[6], ARGV[4], l[4], lease_provider(ARGV[2], l[4]), ARGV[2],
-  {'epoch', l[1], 'expires_at', tostring(expires)})
+  acted(l[5], ARGV[8], {'epoch', l[1], 'expires_at', tostring(expires)}))
 return {1, tostring(expires), l[4]}

@@ -1,4 +1,5 @@
--- ARGV: ns, lease_id, epoch, now, outcome, target, ban_seconds, event_id, owner ('' = any)
+-- ARGV: ns, lease_id, epoch, now, outcome, target, ban_seconds, event_id, owner ('' = any),
+--       actor (the calling token's name)
 -- -> {1, proxy_id, target} | {-1} missing or not the owner's | {-2, reason}
 local lkey = k('lease', ARGV[2])
 local l = redis.call('HMGET', lkey, 'epoch', 'state', 'proxy_id', 'target', 'client')
@@ -14,5 +15,5 @@ elseif outcome == 'failed' then
 end
 redis.call('HINCRBY', lkey, 'reports_' .. outcome, 1)
 event('lease.reported', ARGV[8], ARGV[4], l[3], lease_provider(ARGV[2], l[3]), ARGV[2],
-  {'epoch', l[1], 'outcome', json_str(outcome), 'target', json_str(target)})
+  acted(l[5], ARGV[10], {'epoch', l[1], 'outcome', json_str(outcome), 'target', json_str(target)}))
 return {1, l[3], target}

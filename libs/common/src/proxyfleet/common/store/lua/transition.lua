@@ -68,7 +68,9 @@ if ended ~= '' then
     why = 'proxy ' .. to .. ((reason ~= '') and (': ' .. reason) or '')
   end
   redis.call('HSET', k('lease', ended), 'reason', why)
-  event('lease.revoked', event_id, now_raw, id, provider, ended, {'reason', json_str(why)})
+  local owner = redis.call('HGET', k('lease', ended), 'client')
+  event('lease.revoked', event_id, now_raw, id, provider, ended,
+    acted(owner, '', {'reason', json_str(why)}))
 end
 if to == 'failed' then
   intent_delete(provider, id, new_gen, reason)
