@@ -7,6 +7,7 @@ import json
 import signal
 import subprocess
 
+from tests.api.helpers import ADMIN_NAME, CLIENT_NAME
 from tests.cli.conftest import Cli, Lines, LiveApi
 
 from proxyfleet.client import Client
@@ -47,6 +48,12 @@ def test_events_as_lines_for_people(cli: Cli, live_api: LiveApi) -> None:
         live_api.ready_proxy("p2")
         out = Lines(proc.stdout)
         line = out.wait_for("proxy.ready")
+        with Client(live_api.url, live_api.client_token) as client:
+            lease = client.grant_lease(ttl=60, proxy_id="p2")
+        with Client(live_api.url, live_api.admin_token) as admin:
+            admin.release_lease(lease.lease_id, lease.epoch)  # an operator ends it
+        granted = out.wait_for("lease.granted")
+        released = out.wait_for("lease.released")
     finally:
         proc.send_signal(signal.SIGINT)
         try:
@@ -57,3 +64,6 @@ def test_events_as_lines_for_people(cli: Cli, live_api: LiveApi) -> None:
     assert "p2" in line
     assert "from=booting" in line
     assert not [x for x in out.seen if " p1 " in x]  # --proxy p2: nothing of p1
+    assert f"client={CLIENT_NAME}" in granted
+    assert "by=" not in granted  # the owner acted: said once
+    assert f"client={CLIENT_NAME} by={ADMIN_NAME}" in released

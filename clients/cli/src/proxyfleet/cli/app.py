@@ -198,6 +198,8 @@ def _line_of(item: Event | Probe) -> str:
             ("target", d.target),
             ("outcome", d.outcome),
             ("client", d.client),
+            # who called, when not the owner itself (an admin ending a client's lease)
+            ("by", d.by if d.by != d.client else None),
             ("reason", d.reason),
         )
         if value not in (None, "")
