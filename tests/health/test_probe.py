@@ -137,6 +137,9 @@ def test_settings_defaults_are_valid() -> None:
     assert (s.interval, s.concurrency, s.unhealthy_after, s.ready_after) == (5.0, 256, 3, 2)
     assert s.timeout < s.interval
     assert s.hysteresis.unhealthy_after == 3
+    assert (s.unhealthy_timeout, s.unhealthy_max_share) == (300.0, 0.5)
+    assert s.hysteresis.unhealthy_timeout == 300.0
+    assert HealthSettings(unhealthy_timeout=0).hysteresis.unhealthy_timeout == 0
 
 
 @pytest.mark.parametrize(
@@ -147,6 +150,9 @@ def test_settings_defaults_are_valid() -> None:
         ({"target": "gopher://x/"}, "--target: target 'gopher://x/': expected an http"),
         ({"metrics_port": 70000}, "--metrics-port"),
         ({"ready_after": 0}, "--ready-after"),
+        ({"unhealthy_timeout": -1.0}, "--unhealthy-timeout: expected seconds >= 0, got -1"),
+        ({"unhealthy_max_share": 0.0}, "--unhealthy-max-share: expected 0 < share <= 1"),
+        ({"unhealthy_max_share": 1.5}, "--unhealthy-max-share"),
     ],
 )
 def test_settings_reject_bad_values(overrides: dict[str, object], message: str) -> None:

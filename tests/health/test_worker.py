@@ -18,10 +18,12 @@ from tests.health.conftest import (
     events_of,
 )
 
+from proxyfleet.common.clock import SystemClock
 from proxyfleet.common.models import Event, EventData, Phase, ProbeResult, Proxy
-from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
+from proxyfleet.common.store.leases import LeasePolicy
 from proxyfleet.devstack.servers import free_port
-from proxyfleet.health.metrics import PROBE_BACKLOG, PROXIES
+from proxyfleet.health.metrics import PROBE_BACKLOG, PROXIES, UNHEALTHY_TIMEOUTS_HELD
 from proxyfleet.health.prober import OK, Outcome
 
 
@@ -187,6 +189,91 @@ async def test_booting_proxy_past_its_deadline_fails_and_asks_for_its_delete(
     assert await _phase(registry, early.id) is Phase.BOOTING
     assert _worker_events(events, early) == []
     assert not any(item["proxy_id"] == early.id for item in delete_intents.items)
+
+
+async def test_proxy_unhealthy_past_its_timeout_fails_and_asks_for_its_delete(
+    own_squid: ProxyProcess,
+    make_proxy: MakeProxy,
+    registry: ProxyRegistry,
+    redis_client: aioredis.Redis,
+    run_worker: RunWorker,
+    events: Collector,
+    delete_intents: Collector,
+) -> None:
+    proxy = await make_proxy(own_squid.port)
+    leases = LeaseStore(redis_client, SystemClock(), LeasePolicy(cooldown=0))
+    async with run_worker(unhealthy_timeout=1.0):
+        await _wait_phase(registry, proxy.id, Phase.READY)
+        lease = await leases.grant(GrantRequest(ttl=60, proxy_id=proxy.id))
+        own_squid.kill()
+        await _wait_phase(registry, proxy.id, Phase.UNHEALTHY)
+        await _wait_phase(registry, proxy.id, Phase.FAILED)
+        await delete_intents.wait_for(
+            lambda: any(i["proxy_id"] == proxy.id for i in delete_intents.items)
+        )
+        await events.wait_for(lambda: len(_worker_events(events, proxy)) == 3)
+    failed = await registry.get(proxy.id)
+    assert failed is not None
+    assert failed.reason.startswith("unhealthy for 1 s: proxy unreachable: ")
+    went_ready, went_down, went_failed = _worker_events(events, proxy)
+    assert (went_ready.type, went_down.type) == ("proxy.ready", "proxy.unhealthy")
+    assert went_failed.type == "proxy.failed"
+    assert went_failed.data == EventData(from_="unhealthy", gen=proxy.gen + 3, reason=failed.reason)
+    assert went_failed.time - went_down.time >= 1.0
+    # The lease went with the unhealthy turn, once; the failure leaves it as it was.
+    [revoked] = [e for e in events_of(events, proxy.id) if e.type == "lease.revoked"]
+    assert revoked.time == went_down.time
+    assert revoked.lease_id == lease.id
+    assert revoked.data.reason == f"proxy unhealthy: {went_down.data.reason}"
+    got = await leases.get(lease.id)
+    assert got is not None
+    assert (got[1], got[0].reason) == ("revoked", revoked.data.reason)
+    assert failed.lease_id == ""
+    i = next(n for n, item in enumerate(delete_intents.items) if item["proxy_id"] == proxy.id)
+    assert delete_intents.items[i] == {
+        "type": "delete",
+        "proxy_id": proxy.id,
+        "resource_id": "",
+        "reason": failed.reason,
+    }
+    assert delete_intents.headers[i]["Nats-Msg-Id"] == f"{proxy.id}:delete:{proxy.gen + 3}"
+
+
+async def test_no_unhealthy_timeout_fails_a_proxy_while_most_of_its_provider_is_unhealthy(
+    own_squid: ProxyProcess,
+    squid: ProxyProcess,
+    make_proxy: MakeProxy,
+    registry: ProxyRegistry,
+    run_worker: RunWorker,
+    delete_intents: Collector,
+) -> None:
+    dead = [await make_proxy(own_squid.port, phase=Phase.READY) for _ in range(2)]
+    held = UNHEALTHY_TIMEOUTS_HELD.labels(provider=PROVIDER)
+    held_before = held._value.get()
+    async with run_worker(unhealthy_timeout=0.5):
+        own_squid.kill()
+        for proxy in dead:
+            await _wait_phase(registry, proxy.id, Phase.UNHEALTHY)
+        # Both past their timeout and probed again: every proxy of the provider is unhealthy.
+        deadline = time.monotonic() + 5
+        while held._value.get() < held_before + 4:
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.02)
+        for proxy in dead:
+            still = await registry.get(proxy.id)
+            assert still is not None
+            assert still.phase is Phase.UNHEALTHY
+            assert still.last_probe_at - still.updated_at >= 0.5  # a probe past its timeout
+        assert delete_intents.items == []
+        # Three good proxies more: two unhealthy of five is not more than half.
+        for _ in range(3):
+            await make_proxy(squid.port, phase=Phase.READY)
+        for proxy in dead:
+            await _wait_phase(registry, proxy.id, Phase.FAILED)
+    for proxy in dead:
+        failed = await registry.get(proxy.id)
+        assert failed is not None
+        assert failed.reason.startswith("unhealthy for 0.5 s: proxy unreachable: ")
 
 
 async def test_two_workers_share_the_fleet_and_never_probe_a_proxy_twice_per_interval(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from proxyfleet.common.models import Phase
@@ -33,10 +34,13 @@ def can_transition(src: Phase, dst: Phase) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Hysteresis:
-    """How many consecutive probes flip a proxy's health."""
+    """How many consecutive probes flip a proxy's health, and how long it may stay
+    unhealthy."""
 
     unhealthy_after: int = 3
     ready_after: int = 2
+    unhealthy_timeout: float = 300.0
+    """Seconds after which an unhealthy proxy's next failed probe fails it; 0: never."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,11 +61,14 @@ def decide_after_probe(
     *,
     now: float,
     boot_deadline: float,
+    since: float,
     error: str = "",
     rules: Hysteresis = Hysteresis(),
 ) -> ProbeDecision:
     """Ready after the first good probe while booting; unhealthy after N failures; ready
-    again after M successes; a booting proxy past its deadline fails."""
+    again after M successes; a booting proxy past its deadline fails, and so does an
+    unhealthy one whose probe fails `rules.unhealthy_timeout` or more after `since` (when
+    it entered its phase: the proxy's `updated_at`)."""
     oks = ok_streak + 1 if ok else 0
     fails = 0 if ok else fail_streak + 1
     if phase is Phase.BOOTING:
@@ -73,6 +80,22 @@ def decide_after_probe(
         return ProbeDecision(oks, fails, None)
     if phase is Phase.READY and fails >= rules.unhealthy_after:
         return ProbeDecision(oks, fails, Phase.UNHEALTHY, error)
-    if phase is Phase.UNHEALTHY and oks >= rules.ready_after:
-        return ProbeDecision(oks, fails, Phase.READY)
+    if phase is Phase.UNHEALTHY:
+        if oks >= rules.ready_after:
+            return ProbeDecision(oks, fails, Phase.READY)
+        timeout = rules.unhealthy_timeout
+        # Only a failed probe: a good one may be the first of its way back.
+        if not ok and timeout > 0 and now - since >= timeout:
+            reason = f"unhealthy for {timeout:g} s: {error or 'no successful probe'}"
+            return ProbeDecision(oks, fails, Phase.FAILED, reason)
     return ProbeDecision(oks, fails, None)
+
+
+def may_fail_unhealthy(counts: Mapping[Phase, int], max_share: float) -> bool:
+    """Whether a provider whose proxies are `counts` by phase may have an unhealthy proxy
+    failed for its timeout: not while more than `max_share` of its ready and unhealthy
+    proxies are unhealthy (a target or network outage looks like that, and would otherwise
+    have the whole fleet deleted), though a single unhealthy proxy always may."""
+    unhealthy = counts.get(Phase.UNHEALTHY, 0)
+    serving = unhealthy + counts.get(Phase.READY, 0)
+    return unhealthy <= max(1.0, max_share * serving)

@@ -38,6 +38,8 @@ class Proxy(msgspec.Struct, kw_only=True):
     password: str
     created_at: float
     updated_at: float
+    """When the proxy entered its phase: set by every transition (and adoption), never by a
+    field update; health's unhealthy timeout counts from it."""
     labels: dict[str, str] = {}
     placement: dict[str, str] = {}
     """Provider-specific placement hints (e.g. KVM `image` or `image_url`)."""

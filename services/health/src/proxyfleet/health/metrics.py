@@ -25,6 +25,13 @@ TRANSITIONS = Counter(
     "Phase changes the health service made, by new phase.",
     ["phase"],
 )
+UNHEALTHY_TIMEOUTS_HELD = Counter(
+    "proxyfleet_health_unhealthy_timeouts_held_total",
+    "Failed probes of unhealthy proxies past --unhealthy-timeout that did not fail them: "
+    "more than --unhealthy-max-share of their provider's ready and unhealthy proxies were "
+    "unhealthy.",
+    ["provider"],
+)
 PROXIES = Gauge(
     "proxyfleet_proxies",
     "Proxies in the registry, by provider and phase.",

@@ -46,6 +46,14 @@ class HealthSettings:
     """Consecutive failed probes that turn a ready proxy unhealthy."""
     ready_after: int = 2
     """Consecutive good probes that turn an unhealthy proxy ready again."""
+    unhealthy_timeout: float = 300.0
+    """Seconds a proxy may stay unhealthy: its first failed probe after that fails it
+    (reason `unhealthy for <s> s: <probe error>`) and asks for its delete. 0: never."""
+    unhealthy_max_share: float = 0.5
+    """No proxy is failed for --unhealthy-timeout while more than this share of its
+    provider's ready and unhealthy proxies are unhealthy (a target or network outage, not
+    that many dead proxies, is then the likelier cause); a single unhealthy proxy always
+    may be. 1.0: no such limit."""
     loop: str = LOOPS[0]
     """Event loop: uvloop (libuv; TLS in Cython, the fast default) or asyncio (the standard
     library's)."""
@@ -67,6 +75,18 @@ class HealthSettings:
             (0 <= self.metrics_port <= 65535, "--metrics-port", self.metrics_port, "a port"),
             (self.unhealthy_after >= 1, "--unhealthy-after", self.unhealthy_after, ">= 1"),
             (self.ready_after >= 1, "--ready-after", self.ready_after, ">= 1"),
+            (
+                self.unhealthy_timeout >= 0,
+                "--unhealthy-timeout",
+                self.unhealthy_timeout,
+                "seconds >= 0",
+            ),
+            (
+                0 < self.unhealthy_max_share <= 1,
+                "--unhealthy-max-share",
+                self.unhealthy_max_share,
+                "0 < share <= 1",
+            ),
             (self.tls_resume_for >= 0, "--tls-resume-for", self.tls_resume_for, "seconds >= 0"),
         ]
         if self.loop not in LOOPS:
@@ -95,4 +115,8 @@ class HealthSettings:
 
     @property
     def hysteresis(self) -> Hysteresis:
-        return Hysteresis(unhealthy_after=self.unhealthy_after, ready_after=self.ready_after)
+        return Hysteresis(
+            unhealthy_after=self.unhealthy_after,
+            ready_after=self.ready_after,
+            unhealthy_timeout=self.unhealthy_timeout,
+        )

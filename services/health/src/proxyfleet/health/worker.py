@@ -14,7 +14,8 @@ Three stages, joined by in-memory queues, so a slow probe never holds up the oth
                      their phase in one pipelined round trip (`registry.update_many`), and
                      make each transition one by one: the registry's script appends its
                      event (and the delete intent of a FAILED proxy) to the outbox, which
-                     the worker's relay publishes.
+                     the worker's relay publishes. An unhealthy proxy past its timeout
+                     stays unhealthy while most of its provider is (`may_fail_unhealthy`).
 
 A proxy claimed again while its previous probe is still in this process is skipped: its
 streaks must be read after the previous result is written. Across replicas the same holds
@@ -40,7 +41,7 @@ from nats.aio.client import Client as NatsClient
 from proxyfleet.common import subjects
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.errors import Conflict, NotFound, StoreUnavailable
-from proxyfleet.common.lifecycle import ProbeDecision, decide_after_probe
+from proxyfleet.common.lifecycle import ProbeDecision, decide_after_probe, may_fail_unhealthy
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.models import Phase, ProbeResult, Proxy
 from proxyfleet.common.relay import OutboxRelay
@@ -89,6 +90,7 @@ class HealthWorker:
         self._room = asyncio.Event()
         self._claim_ok = False
         self._relay_ok = False
+        self._holding: set[str] = set()  # providers whose unhealthy timeouts are held
         self.probes_done = 0
         """Probes this process has recorded (tests and benchmarks read it)."""
 
@@ -210,6 +212,7 @@ class HealthWorker:
         kinds: Counter[str] = Counter()
         updates: list[tuple[str, int | None, dict[str, Any]]] = []
         moves: list[tuple[Proxy, Phase, ProbeDecision, dict[str, Any]]] = []
+        may_time_out: dict[str, bool] = {}  # by provider, read once per batch
         for proxy, outcome in batch:
             result = outcome.result
             kinds[outcome.kind] += 1
@@ -226,11 +229,15 @@ class HealthWorker:
                 proxy.fail_streak,
                 now=now,
                 boot_deadline=proxy.boot_deadline,
+                since=proxy.updated_at,  # set by transitions only: when it entered its phase
                 error=result.error,
                 rules=self._rules,
             )
             fields = _probe_fields(decision, result)
-            if decision.next_phase is None:
+            timed_out = proxy.phase is Phase.UNHEALTHY and decision.next_phase is Phase.FAILED
+            if decision.next_phase is None or (
+                timed_out and not await self._may_time_out(proxy.provider, may_time_out)
+            ):
                 updates.append((proxy.id, proxy.gen, fields))
             else:
                 moves.append((proxy, decision.next_phase, decision, fields))
@@ -244,6 +251,30 @@ class HealthWorker:
                 await self._transition(proxy, phase, decision, fields)
             except StoreUnavailable as exc:  # the others may still get through
                 log.warning("health.transition_failed", proxy_id=proxy.id, error=str(exc))
+
+    async def _may_time_out(self, provider: str, seen: dict[str, bool]) -> bool:
+        """Whether `provider`'s unhealthy proxies may be failed for their timeout now; its
+        proxies by phase are read once per batch (`seen`). Counts every hold, and logs
+        when a provider's holds begin and end."""
+        share = self._settings.unhealthy_max_share
+        if provider not in seen:
+            counts = {} if share >= 1 else await self._registry.count_by_phase(provider)
+            seen[provider] = allowed = share >= 1 or may_fail_unhealthy(counts, share)
+            if not allowed and provider not in self._holding:
+                self._holding.add(provider)
+                log.warning(
+                    "health.unhealthy_timeout_held",
+                    provider=provider,
+                    unhealthy=counts[Phase.UNHEALTHY],
+                    ready=counts[Phase.READY],
+                    max_share=share,
+                )
+            elif allowed and provider in self._holding:
+                self._holding.discard(provider)
+                log.info("health.unhealthy_timeout_resumed", provider=provider)
+        if not seen[provider]:
+            metrics.UNHEALTHY_TIMEOUTS_HELD.labels(provider=provider).inc()
+        return seen[provider]
 
     async def _transition(
         self, proxy: Proxy, phase: Phase, decision: ProbeDecision, fields: dict[str, Any]
