@@ -1,5 +1,6 @@
 """The asyncio client: `AsyncClient(url, token)`; a lease in an `async with` block renewed
-by a task."""
+by a background task. aio.py is written by hand and sync.py generated from it
+(tools/unasync.py, `make generate`): a change to either client is made here."""
 
 from __future__ import annotations
 
@@ -13,6 +14,7 @@ from typing import Any, TypeVar
 
 import httpx
 
+from proxyfleet.client import aio_background as background
 from proxyfleet.client import calls
 from proxyfleet.client.calls import DEFAULT_MAX_WAIT, DEFAULT_TIMEOUT, Call
 from proxyfleet.client.errors import ApiError, TransportError, api_error
@@ -123,7 +125,8 @@ class AsyncClient:
     async def create_proxies(self, provider: str, **options: Any) -> list[Proxy]:
         """Options: count, zone, labels, placement, idempotency_key (default: a fresh one,
         reused on this call's retries). Needs an admin token."""
-        return (await self.call(calls.create_proxies(provider, **options))).items
+        created = await self.call(calls.create_proxies(provider, **options))
+        return created.items
 
     async def delete_proxy(self, proxy_id: str, *, force: bool = False) -> Proxy:
         return await self.call(calls.delete_proxy(proxy_id, force=force))
@@ -187,7 +190,8 @@ class AsyncClient:
     # ---- providers -------------------------------------------------------------------
 
     async def list_providers(self) -> list[Provider]:
-        return (await self.call(calls.list_providers())).items
+        providers = await self.call(calls.list_providers())
+        return providers.items
 
     # ---- events ----------------------------------------------------------------------
 
@@ -199,8 +203,13 @@ class AsyncClient:
         probes: bool = False,
         on_ready: Callable[[], None] | None = None,
     ) -> AsyncGenerator[Event | Probe | Gap, None]:
-        """The live event stream (GET /v1/events); see Client.events (`aclose()` to stop
-        early)."""
+        """The live event stream (GET /v1/events), until the caller stops iterating or the
+        API ends it. `types`: event types or families (`proxy`, `lease.granted`);
+        `probes`: probe results too. A Gap says events were dropped (a slow reader).
+        `on_ready` is called once the subscription is live (what happens after it is
+        seen); `aclose()` the generator to stop early. Raises ApiError for an error answer
+        and TransportError when the API cannot be reached or stays silent past
+        keep-alives."""
         call = calls.events(types=types, proxy_id=proxy_id, probes=probes)
         timeout = httpx.Timeout(self._timeout, read=calls.EVENTS_READ_TIMEOUT)
         try:
@@ -248,19 +257,17 @@ class AsyncHeldLease(LeaseView):
         self._max_wait = max_wait
         self._selector = dict(selector)
         self._handle: LeaseHandle | None = None
-        self._stop = asyncio.Event()
+        self._stop = background.StopSignal()
         self._lock = asyncio.Lock()
         """Held while renewing, reporting or releasing: each uses the current epoch."""
-        self._renewer: asyncio.Task[None] | None = None
+        self._renewer: background.Worker | None = None
 
     async def __aenter__(self) -> AsyncHeldLease:
         lease = self._granted or await self._client.grant_lease(
             ttl=self._ttl, max_wait=self._max_wait, **self._selector
         )
         self._handle = LeaseHandle(lease, self._ttl)
-        self._renewer = asyncio.create_task(
-            self._renew_until_stopped(), name=f"renew-{lease.lease_id}"
-        )
+        self._renewer = background.Worker(self._renew_until_stopped, name=f"renew-{lease.lease_id}")
         return self
 
     async def __aexit__(
@@ -271,9 +278,7 @@ class AsyncHeldLease(LeaseView):
     ) -> None:
         self._stop.set()
         if self._renewer is not None:
-            self._renewer.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._renewer
+            await self._renewer.stop()
         if self._handle is None or self._handle.released:
             return
         if exc is not None:
@@ -291,11 +296,7 @@ class AsyncHeldLease(LeaseView):
 
     async def _renew_until_stopped(self) -> None:
         handle = self.handle
-        while not self._stop.is_set():
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._stop.wait(), handle.renew_every)
-            if self._stop.is_set():
-                return
+        while not await self._stop.wait(handle.renew_every):
             try:
                 await self.renew()
             except ApiError as e:

@@ -1,4 +1,7 @@
-"""The blocking client: `Client(url, token)`; a lease in a `with` block renewed by a thread."""
+# Generated from aio.py by tools/unasync.py (`make generate`); do not edit.
+"""The blocking client: `Client(url, token)`; a lease in a `with` block renewed
+by a background thread. aio.py is written by hand and sync.py generated from it
+(tools/unasync.py, `make generate`): a change to either client is made here."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from typing import Any, TypeVar
 import httpx
 
 from proxyfleet.client import calls
+from proxyfleet.client import sync_background as background
 from proxyfleet.client.calls import DEFAULT_MAX_WAIT, DEFAULT_TIMEOUT, Call
 from proxyfleet.client.errors import ApiError, TransportError, api_error
 from proxyfleet.client.handle import LeaseHandle, LeaseView, lease_ended
@@ -119,7 +123,8 @@ class Client:
     def create_proxies(self, provider: str, **options: Any) -> list[Proxy]:
         """Options: count, zone, labels, placement, idempotency_key (default: a fresh one,
         reused on this call's retries). Needs an admin token."""
-        return self.call(calls.create_proxies(provider, **options)).items
+        created = self.call(calls.create_proxies(provider, **options))
+        return created.items
 
     def delete_proxy(self, proxy_id: str, *, force: bool = False) -> Proxy:
         return self.call(calls.delete_proxy(proxy_id, force=force))
@@ -170,8 +175,8 @@ class Client:
     def lease(
         self, *, ttl: float | None = None, max_wait: float | None = None, **selector: Any
     ) -> HeldLease:
-        """`with client.lease(target="example.com", ttl=120) as lease:` — granted on
-        entry (see grant_lease for the selector and waiting), renewed by a background
+        """`with client.lease(target="example.com", ttl=120) as lease:` — granted
+        on entry (see grant_lease for the selector and waiting), renewed by a background
         thread, reported `failed` if the block raises, released on exit."""
         return HeldLease(self, ttl=ttl, max_wait=max_wait, selector=selector)
 
@@ -183,7 +188,8 @@ class Client:
     # ---- providers -------------------------------------------------------------------
 
     def list_providers(self) -> list[Provider]:
-        return self.call(calls.list_providers()).items
+        providers = self.call(calls.list_providers())
+        return providers.items
 
     # ---- events ----------------------------------------------------------------------
 
@@ -249,20 +255,17 @@ class HeldLease(LeaseView):
         self._max_wait = max_wait
         self._selector = dict(selector)
         self._handle: LeaseHandle | None = None
-        self._stop = threading.Event()
+        self._stop = background.StopSignal()
         self._lock = threading.Lock()
         """Held while renewing, reporting or releasing: each uses the current epoch."""
-        self._renewer: threading.Thread | None = None
+        self._renewer: background.Worker | None = None
 
     def __enter__(self) -> HeldLease:
         lease = self._granted or self._client.grant_lease(
             ttl=self._ttl, max_wait=self._max_wait, **self._selector
         )
         self._handle = LeaseHandle(lease, self._ttl)
-        self._renewer = threading.Thread(
-            target=self._renew_until_stopped, name=f"renew-{lease.lease_id}", daemon=True
-        )
-        self._renewer.start()
+        self._renewer = background.Worker(self._renew_until_stopped, name=f"renew-{lease.lease_id}")
         return self
 
     def __exit__(
@@ -273,7 +276,7 @@ class HeldLease(LeaseView):
     ) -> None:
         self._stop.set()
         if self._renewer is not None:
-            self._renewer.join()
+            self._renewer.stop()
         if self._handle is None or self._handle.released:
             return
         if exc is not None:
