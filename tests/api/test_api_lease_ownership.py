@@ -118,7 +118,9 @@ async def test_every_lease_event_names_its_owner_and_who_acted(
     await api.admin.post(f"/v1/leases/{lid}/report", json={"epoch": epoch, "outcome": "ok"})
     await api.admin.post(f"/v1/leases/{lid}/release", json={"epoch": epoch})
     second = await grant(api.client)
-    gone = await api.admin.delete(f"/v1/proxies/{second['proxy']['id']}?force=true")
+    leased = second["proxy"]
+    assert isinstance(leased, dict)
+    gone = await api.admin.delete(f"/v1/proxies/{leased['id']}?force=true")
     assert gone.status_code in (200, 202), gone.text
 
     acted = {}
