@@ -78,7 +78,14 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         module = item.path.relative_to(root).as_posix()
         if "libvirtd" in used:
             marker = "kvm"
-        elif module.startswith(("tests/e2e/", "tests/faults/test_faults.py", "tests/ui/test_dash")):
+        elif module.startswith(
+            (
+                "tests/e2e/",
+                "tests/faults/test_faults.py",
+                "tests/faults/test_outage_intents.py",
+                "tests/ui/test_dash",
+            )
+        ):
             marker = "e2e"
         elif "nats_url" in used:
             marker = "messaging"
