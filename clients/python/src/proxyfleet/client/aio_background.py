@@ -35,5 +35,8 @@ class Worker:
     async def stop(self) -> None:
         """Cancel the work (an API call in flight is abandoned) and wait until it ends."""
         self._task.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await self._task
+        # asyncio.wait, not `await task` under suppress(CancelledError): that would also
+        # swallow a cancellation of the caller's own task arriving meanwhile.
+        await asyncio.wait([self._task])
+        if not self._task.cancelled():
+            self._task.result()  # the work's own error, as awaiting it would raise
