@@ -137,9 +137,10 @@ class Publisher:
     intents a state change implies, go through the store's outbox and its relay.
 
     Every caller is level-triggered (the reconciler, gc and the API's repeated delete ask
-    again later), so while NATS is disconnected a publish fails at once with
-    MessagingUnavailable instead of going into the client's reconnect buffer: that buffer is
-    shared with the relay, and a full one drops messages (OutboundBufferLimitError)."""
+    again later), so while NATS is disconnected a publish never goes into the client's
+    reconnect buffer (shared with the relay; a full one drops messages,
+    OutboundBufferLimitError): each attempt fails at once, and after `attempts` of them
+    (stamina's backoff, about a second and a half for 5) MessagingUnavailable is raised."""
 
     def __init__(self, nc: NatsClient, clock: Clock, *, attempts: int = 5) -> None:
         """`attempts`: publishes of one message before MessagingUnavailable (1 on a
