@@ -44,6 +44,9 @@ class RecordingLog:
         self.lines.append((level, event, kw))
         self.logged.set()
 
+    def debug(self, event: str, **kw: Any) -> None:
+        self._add("debug", event, kw)
+
     def info(self, event: str, **kw: Any) -> None:
         self._add("info", event, kw)
 
@@ -71,12 +74,18 @@ def collector(
     interval: float = 30.0,
     max_deletions: int = 100,
     max_delete_share: float = 1.0,
+    replica: str = "gc-test",
+    request_timeout: float = 0.3,
+    round_lock_ttl: float = 0.0,
 ) -> Collector:
+    """A collector; those made with the same `replica` (by default, all of a test's) are
+    one replica on the round locks."""
     settings = GcSettings(
         min_age=MIN_AGE,
         dry_run=dry_run,
-        request_timeout=0.3,
+        request_timeout=request_timeout,
         interval=interval,
+        round_lock_ttl=round_lock_ttl,
         max_deletions=max_deletions,
         max_delete_share=max_delete_share,
     )
@@ -89,6 +98,7 @@ def collector(
         settings=settings,
         clock=clock,
         log=log,
+        replica=replica,
     )
 
 

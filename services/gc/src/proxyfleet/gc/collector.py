@@ -1,5 +1,7 @@
-"""One GC round: list each provider's resources over NATS, look their proxies up in the
-registry, plan, and publish a delete intent per orphan (the provisioner deletes)."""
+"""One GC round: for each provider whose round lock this replica holds (another replica's
+rounds are skipped), list its resources over NATS, look their proxies up in the registry,
+plan, and publish a delete intent per orphan while the lock is still held (the provisioner
+deletes)."""
 
 from __future__ import annotations
 
@@ -15,16 +17,18 @@ from nats.aio.client import Client as NatsClient
 
 from proxyfleet.common import subjects
 from proxyfleet.common.clock import Clock
+from proxyfleet.common.errors import StoreUnavailable
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.messaging import Publisher
 from proxyfleet.common.models import ResourceList
 from proxyfleet.common.store import InstallationMarker, ProxyRegistry
 from proxyfleet.gc import metrics
+from proxyfleet.gc.lead import Leadership, replica_token
 from proxyfleet.gc.plan import Deletion, Refusal, plan_deletions, refusal
 from proxyfleet.gc.settings import GcSettings
 
 SkipCause = Literal["no_answer", "error_answer", "bad_answer", "error"]
-RoundResult = Literal["ok", "partial", "failed"]
+RoundResult = Literal["ok", "partial", "failed", "held"]
 
 _decoder = msgspec.json.Decoder(ResourceList)
 
@@ -33,6 +37,14 @@ STARTUP_GRACE = 120.0
 logged at info, not warning, when it does not answer: on a first start the GC is often up
 before the provisioners (a warning each round would be noise). One that answered once and
 then stopped is a warning at once."""
+
+
+class _Lost(Exception):
+    """The provider's round lock is no longer this replica's: stop acting on the listing."""
+
+    def __init__(self, not_sent: int) -> None:
+        super().__init__(f"{not_sent} deletions not sent")
+        self.not_sent = not_sent
 
 
 class _Skip(Exception):
@@ -52,6 +64,11 @@ class ProviderRound:
     refused: Refusal | None = None
     """Set when the round would have deleted `refused_count` resources but refused."""
     refused_count: int = 0
+    held_by: str = ""
+    """Another replica's token: it holds the provider's round lock, this one did not run
+    the round."""
+    lost: bool = False
+    """The lock was lost mid-round: the deletions after that were not sent."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +77,20 @@ class RoundReport:
     dry_run: bool
 
     @property
+    def ran(self) -> list[ProviderRound]:
+        """The providers whose round this replica ran (held by no other)."""
+        return [p for p in self.providers if not p.held_by]
+
+    @property
     def result(self) -> RoundResult:
-        skipped = sum(1 for p in self.providers if p.skipped or p.refused)
+        """Over the rounds this replica ran; "held" when another replica ran every one."""
+        ran = self.ran
+        if self.providers and not ran:
+            return "held"
+        skipped = sum(1 for p in ran if p.skipped or p.refused or p.lost)
         if not skipped:
             return "ok"
-        return "failed" if skipped == len(self.providers) else "partial"
+        return "failed" if skipped == len(ran) else "partial"
 
     @property
     def deletions(self) -> list[Deletion]:
@@ -83,7 +109,10 @@ class Collector:
         settings: GcSettings,
         clock: Clock,
         log: Any = None,
+        replica: str = "",
     ) -> None:
+        """`replica`: this replica's token on the round locks (default: unique per
+        process)."""
         self._nc = nc
         self._registry = registry
         self._installation = registry.installation
@@ -96,6 +125,12 @@ class Collector:
         self._started_at = clock.now()
         self._answered: set[str] = set()
         """Providers that answered a resources request at least once."""
+        self._lead = Leadership(registry.locks, replica or replica_token(), settings.lock_ttl)
+
+    @property
+    def leads(self) -> frozenset[str]:
+        """Providers whose round lock this replica holds (as of its last step)."""
+        return self._lead.held
 
     async def run_forever(self, stop: asyncio.Event) -> None:
         """A round every interval until `stop` is set (a running round is finished first)."""
@@ -103,6 +138,15 @@ class Collector:
             await self.run_once()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self._settings.interval)
+        await self.release()
+
+    async def release(self) -> None:
+        """Give the round locks up, so another replica runs the next rounds at once rather
+        than after the ttl (a replica that dies leaves them to expire)."""
+        try:
+            await self._lead.release()
+        except StoreUnavailable as exc:
+            self._log.warning("gc.release_failed", error=str(exc))
 
     async def run_once(self) -> RoundReport:
         """One round over every provider; a provider that fails is skipped, never fatal."""
@@ -110,6 +154,9 @@ class Collector:
             providers=[await self._collect(name) for name in self._providers],
             dry_run=self._settings.dry_run,
         )
+        if report.result == "held":  # a standby: the holder counts and logs the round
+            self._log.debug("gc.round", result="held")
+            return report
         metrics.RUNS.labels(result=report.result).inc()
         metrics.LAST_RUN.set(self._clock.now())
         self._log.info(
@@ -117,6 +164,7 @@ class Collector:
             result=report.result,
             deletions=len(report.deletions),
             refused=[p.provider for p in report.providers if p.refused],
+            held=[p.provider for p in report.providers if p.held_by],
             dry_run=report.dry_run,
         )
         return report
@@ -124,6 +172,12 @@ class Collector:
     async def _collect(self, provider: str) -> ProviderRound:
         out = ProviderRound(provider)
         try:
+            holder = await self._lead.take(provider)
+            if holder != self._lead.token:
+                out.held_by = holder
+                metrics.ROUNDS_SKIPPED.labels(provider=provider, reason="held").inc()
+                self._log.debug("gc.provider_held", provider=provider, holder=holder)
+                return out
             listing = await self._list(provider)
             out.listed = len(listing.resources)
             mine = [r for r in listing.resources if r.installation_id == self._installation_id]
@@ -165,9 +219,19 @@ class Collector:
                 plan = sorted(plan, key=lambda d: d.age, reverse=True)[
                     : self._settings.max_deletions
                 ]
-            for deletion in plan:
+            for i, deletion in enumerate(plan):
+                await self._fence(provider, not_sent=len(plan) - i)
                 await self._delete(provider, deletion)
                 out.deletions.append(deletion)
+        except _Lost as lost:
+            out.lost = True
+            metrics.ROUNDS_SKIPPED.labels(provider=provider, reason="lost").inc()
+            self._log.warning(
+                "gc.lock_lost",
+                provider=provider,
+                sent=len(out.deletions),
+                not_sent=lost.not_sent,
+            )
         except _Skip as skip:
             out.skipped = skip.cause
             log = self._log.warning
@@ -180,6 +244,12 @@ class Collector:
         if out.skipped is not None:
             metrics.SKIPS.labels(provider=provider, cause=out.skipped).inc()
         return out
+
+    async def _fence(self, provider: str, not_sent: int) -> None:
+        """Before each delete: the provider's lock must still be this replica's, or the
+        listing may be stale (another replica may have run rounds since)."""
+        if not await self._lead.still_holds(provider):
+            raise _Lost(not_sent)
 
     def _not_up_yet(self, provider: str) -> bool:
         """Never answered, and the collector started less than STARTUP_GRACE ago."""
