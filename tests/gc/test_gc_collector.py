@@ -17,13 +17,8 @@ from proxyfleet.common.ids import new_proxy_id, resource_name
 from proxyfleet.common.messaging import Publisher, intent_decoder
 from proxyfleet.common.models import DeleteIntent, ManagedResource, Phase, Proxy, ResourceList
 from proxyfleet.common.store import ProxyRegistry, connect_redis
-from proxyfleet.gc.collector import (
-    STARTUP_GRACE,
-    Collector,
-    ProviderRound,
-    RoundReport,
-    SkipCause,
-)
+from proxyfleet.gc.collector import STARTUP_GRACE, Collector
+from proxyfleet.gc.report import ProviderRound, RoundReport, SkipCause
 from proxyfleet.gc.settings import GcSettings
 
 PROVIDER = "local"

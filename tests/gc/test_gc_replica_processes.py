@@ -111,7 +111,6 @@ async def test_a_killed_holder_s_rounds_go_to_the_other_within_ttl_and_an_interv
         await until(lambda: standby.events("gc.delete_requested"), TTL + INTERVAL + 10)
         first = standby.events("gc.delete_requested")[0]
         took = datetime.fromisoformat(first["timestamp"]).timestamp() - killed
-        print(f"taken over {took:.2f} s after the SIGKILL")
         assert took <= TTL + INTERVAL + SLACK, took
         await until(lambda: len(rounds_sent(standby)) >= 2, 10)
         assert all(sent == expected for sent in rounds_sent(standby))

@@ -28,7 +28,7 @@ from proxyfleet.common.errors import ConfigError
 from proxyfleet.common.ids import new_proxy_id, resource_name
 from proxyfleet.common.models import ResourceList
 from proxyfleet.common.store import ProxyRegistry
-from proxyfleet.gc.collector import ProviderRound, RoundReport
+from proxyfleet.gc.report import ProviderRound, RoundReport
 from proxyfleet.gc.settings import GcSettings
 
 PullSub = JetStreamContext.PullSubscription

@@ -8,8 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 import nats.errors
@@ -25,10 +24,8 @@ from proxyfleet.common.store import InstallationMarker, ProxyRegistry
 from proxyfleet.gc import metrics
 from proxyfleet.gc.lead import Leadership, replica_token
 from proxyfleet.gc.plan import Deletion, Refusal, plan_deletions, refusal
+from proxyfleet.gc.report import ProviderRound, RoundReport, SkipCause
 from proxyfleet.gc.settings import GcSettings
-
-SkipCause = Literal["no_answer", "error_answer", "bad_answer", "error"]
-RoundResult = Literal["ok", "partial", "failed", "held"]
 
 _decoder = msgspec.json.Decoder(ResourceList)
 
@@ -51,50 +48,6 @@ class _Skip(Exception):
     def __init__(self, cause: SkipCause, detail: str) -> None:
         super().__init__(detail)
         self.cause: SkipCause = cause
-
-
-@dataclass(slots=True)
-class ProviderRound:
-    """What one round did for one provider. `skipped` names the cause when it was skipped."""
-
-    provider: str
-    listed: int = 0
-    deletions: list[Deletion] = field(default_factory=list)
-    skipped: SkipCause | None = None
-    refused: Refusal | None = None
-    """Set when the round would have deleted `refused_count` resources but refused."""
-    refused_count: int = 0
-    held_by: str = ""
-    """Another replica's token: it holds the provider's round lock, this one did not run
-    the round."""
-    lost: bool = False
-    """The lock was lost mid-round: the deletions after that were not sent."""
-
-
-@dataclass(frozen=True, slots=True)
-class RoundReport:
-    providers: list[ProviderRound]
-    dry_run: bool
-
-    @property
-    def ran(self) -> list[ProviderRound]:
-        """The providers whose round this replica ran (held by no other)."""
-        return [p for p in self.providers if not p.held_by]
-
-    @property
-    def result(self) -> RoundResult:
-        """Over the rounds this replica ran; "held" when another replica ran every one."""
-        ran = self.ran
-        if self.providers and not ran:
-            return "held"
-        skipped = sum(1 for p in ran if p.skipped or p.refused or p.lost)
-        if not skipped:
-            return "ok"
-        return "failed" if skipped == len(ran) else "partial"
-
-    @property
-    def deletions(self) -> list[Deletion]:
-        return [d for p in self.providers for d in p.deletions]
 
 
 class Collector:
