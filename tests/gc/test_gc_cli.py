@@ -115,6 +115,41 @@ async def test_once_dry_run_logs_the_orphans_and_publishes_nothing(
     assert not info.state.subjects  # no delete intent was published
 
 
+async def test_once_beside_a_running_gc_does_nothing_says_so_and_fails(
+    nats_url: str,
+    redis_url: str,
+    providers_yaml: Path,
+    registry: ProxyRegistry,
+    answer: Answer,
+) -> None:
+    """Another replica holds the provider's round lock (a GC deployment running): --once
+    leaves that round to it, warns, exits 1; a run that did hold the lock gives it up."""
+    await registry.installation.mark(ME)
+    answer(ResourceList(provider=PROVIDER, resources=[resource(new_proxy_id(), 3600)]))
+    lock = f"gc:{PROVIDER}"
+    await registry.locks.acquire([lock], "gc-deployment", 60)
+    args = [*common_args(nats_url, redis_url, providers_yaml), "--once", "--dry-run"]
+
+    code, out, _ = await run_gc(*args)
+
+    assert code == 1
+    lines = log_lines(out)
+    assert not [line for line in lines if line["event"] == "gc.would_delete"]
+    [held] = [line for line in lines if line["event"] == "gc.once_held"]
+    assert (held["level"], held["providers"], held["holders"]) == (
+        "warning",
+        [PROVIDER],
+        ["gc-deployment"],
+    )
+    assert await registry.locks.holder(lock) == "gc-deployment"
+
+    await registry.locks.release([lock], "gc-deployment")
+    code, out, _ = await run_gc(*args)
+    assert code == 0
+    assert [line["event"] for line in log_lines(out)].count("gc.would_delete") == 1
+    assert await registry.locks.holder(lock) == ""
+
+
 async def test_without_the_installation_marker_nothing_is_deleted_and_once_fails(
     nats_url: str,
     redis_url: str,

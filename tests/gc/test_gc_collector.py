@@ -17,13 +17,8 @@ from proxyfleet.common.ids import new_proxy_id, resource_name
 from proxyfleet.common.messaging import Publisher, intent_decoder
 from proxyfleet.common.models import DeleteIntent, ManagedResource, Phase, Proxy, ResourceList
 from proxyfleet.common.store import ProxyRegistry, connect_redis
-from proxyfleet.gc.collector import (
-    STARTUP_GRACE,
-    Collector,
-    ProviderRound,
-    RoundReport,
-    SkipCause,
-)
+from proxyfleet.gc.collector import STARTUP_GRACE, Collector
+from proxyfleet.gc.report import ProviderRound, RoundReport, SkipCause
 from proxyfleet.gc.settings import GcSettings
 
 PROVIDER = "local"
@@ -43,6 +38,9 @@ class RecordingLog:
     def _add(self, level: str, event: str, kw: dict[str, Any]) -> None:
         self.lines.append((level, event, kw))
         self.logged.set()
+
+    def debug(self, event: str, **kw: Any) -> None:
+        self._add("debug", event, kw)
 
     def info(self, event: str, **kw: Any) -> None:
         self._add("info", event, kw)
@@ -71,12 +69,18 @@ def collector(
     interval: float = 30.0,
     max_deletions: int = 100,
     max_delete_share: float = 1.0,
+    replica: str = "gc-test",
+    request_timeout: float = 0.3,
+    round_lock_ttl: float = 0.0,
 ) -> Collector:
+    """A collector; those made with the same `replica` (by default, all of a test's) are
+    one replica on the round locks."""
     settings = GcSettings(
         min_age=MIN_AGE,
         dry_run=dry_run,
-        request_timeout=0.3,
+        request_timeout=request_timeout,
         interval=interval,
+        round_lock_ttl=round_lock_ttl,
         max_deletions=max_deletions,
         max_delete_share=max_delete_share,
     )
@@ -89,6 +93,7 @@ def collector(
         settings=settings,
         clock=clock,
         log=log,
+        replica=replica,
     )
 
 

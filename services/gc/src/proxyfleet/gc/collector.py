@@ -1,13 +1,14 @@
-"""One GC round: list each provider's resources over NATS, look their proxies up in the
-registry, plan, and publish a delete intent per orphan (the provisioner deletes)."""
+"""One GC round: for each provider whose round lock this replica holds (another replica's
+rounds are skipped), list its resources over NATS, look their proxies up in the registry,
+plan, and publish a delete intent per orphan while the lock is still held (the provisioner
+deletes)."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import msgspec
 import nats.errors
@@ -15,16 +16,16 @@ from nats.aio.client import Client as NatsClient
 
 from proxyfleet.common import subjects
 from proxyfleet.common.clock import Clock
+from proxyfleet.common.errors import StoreUnavailable
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.messaging import Publisher
 from proxyfleet.common.models import ResourceList
 from proxyfleet.common.store import InstallationMarker, ProxyRegistry
 from proxyfleet.gc import metrics
+from proxyfleet.gc.lead import Leadership, replica_token
 from proxyfleet.gc.plan import Deletion, Refusal, plan_deletions, refusal
+from proxyfleet.gc.report import ProviderRound, RoundReport, SkipCause
 from proxyfleet.gc.settings import GcSettings
-
-SkipCause = Literal["no_answer", "error_answer", "bad_answer", "error"]
-RoundResult = Literal["ok", "partial", "failed"]
 
 _decoder = msgspec.json.Decoder(ResourceList)
 
@@ -35,40 +36,18 @@ before the provisioners (a warning each round would be noise). One that answered
 then stopped is a warning at once."""
 
 
+class _Lost(Exception):
+    """The provider's round lock is no longer this replica's: stop acting on the listing."""
+
+    def __init__(self, not_sent: int) -> None:
+        super().__init__(f"{not_sent} deletions not sent")
+        self.not_sent = not_sent
+
+
 class _Skip(Exception):
     def __init__(self, cause: SkipCause, detail: str) -> None:
         super().__init__(detail)
         self.cause: SkipCause = cause
-
-
-@dataclass(slots=True)
-class ProviderRound:
-    """What one round did for one provider. `skipped` names the cause when it was skipped."""
-
-    provider: str
-    listed: int = 0
-    deletions: list[Deletion] = field(default_factory=list)
-    skipped: SkipCause | None = None
-    refused: Refusal | None = None
-    """Set when the round would have deleted `refused_count` resources but refused."""
-    refused_count: int = 0
-
-
-@dataclass(frozen=True, slots=True)
-class RoundReport:
-    providers: list[ProviderRound]
-    dry_run: bool
-
-    @property
-    def result(self) -> RoundResult:
-        skipped = sum(1 for p in self.providers if p.skipped or p.refused)
-        if not skipped:
-            return "ok"
-        return "failed" if skipped == len(self.providers) else "partial"
-
-    @property
-    def deletions(self) -> list[Deletion]:
-        return [d for p in self.providers for d in p.deletions]
 
 
 class Collector:
@@ -83,7 +62,10 @@ class Collector:
         settings: GcSettings,
         clock: Clock,
         log: Any = None,
+        replica: str = "",
     ) -> None:
+        """`replica`: this replica's token on the round locks (default: unique per
+        process)."""
         self._nc = nc
         self._registry = registry
         self._installation = registry.installation
@@ -96,6 +78,12 @@ class Collector:
         self._started_at = clock.now()
         self._answered: set[str] = set()
         """Providers that answered a resources request at least once."""
+        self._lead = Leadership(registry.locks, replica or replica_token(), settings.lock_ttl)
+
+    @property
+    def leads(self) -> frozenset[str]:
+        """Providers whose round lock this replica holds (as of its last step)."""
+        return self._lead.held
 
     async def run_forever(self, stop: asyncio.Event) -> None:
         """A round every interval until `stop` is set (a running round is finished first)."""
@@ -103,6 +91,15 @@ class Collector:
             await self.run_once()
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self._settings.interval)
+        await self.release()
+
+    async def release(self) -> None:
+        """Give the round locks up, so another replica runs the next rounds at once rather
+        than after the ttl (a replica that dies leaves them to expire)."""
+        try:
+            await self._lead.release()
+        except StoreUnavailable as exc:
+            self._log.warning("gc.release_failed", error=str(exc))
 
     async def run_once(self) -> RoundReport:
         """One round over every provider; a provider that fails is skipped, never fatal."""
@@ -110,6 +107,9 @@ class Collector:
             providers=[await self._collect(name) for name in self._providers],
             dry_run=self._settings.dry_run,
         )
+        if report.result == "held":  # a standby: the holder counts and logs the round
+            self._log.debug("gc.round", result="held")
+            return report
         metrics.RUNS.labels(result=report.result).inc()
         metrics.LAST_RUN.set(self._clock.now())
         self._log.info(
@@ -117,6 +117,7 @@ class Collector:
             result=report.result,
             deletions=len(report.deletions),
             refused=[p.provider for p in report.providers if p.refused],
+            held=[p.provider for p in report.providers if p.held_by],
             dry_run=report.dry_run,
         )
         return report
@@ -124,6 +125,12 @@ class Collector:
     async def _collect(self, provider: str) -> ProviderRound:
         out = ProviderRound(provider)
         try:
+            holder = await self._lead.take(provider)
+            if holder != self._lead.token:
+                out.held_by = holder
+                metrics.ROUNDS_SKIPPED.labels(provider=provider, reason="held").inc()
+                self._log.debug("gc.provider_held", provider=provider, holder=holder)
+                return out
             listing = await self._list(provider)
             out.listed = len(listing.resources)
             mine = [r for r in listing.resources if r.installation_id == self._installation_id]
@@ -165,9 +172,19 @@ class Collector:
                 plan = sorted(plan, key=lambda d: d.age, reverse=True)[
                     : self._settings.max_deletions
                 ]
-            for deletion in plan:
+            for i, deletion in enumerate(plan):
+                await self._fence(provider, not_sent=len(plan) - i)
                 await self._delete(provider, deletion)
                 out.deletions.append(deletion)
+        except _Lost as lost:
+            out.lost = True
+            metrics.ROUNDS_SKIPPED.labels(provider=provider, reason="lost").inc()
+            self._log.warning(
+                "gc.lock_lost",
+                provider=provider,
+                sent=len(out.deletions),
+                not_sent=lost.not_sent,
+            )
         except _Skip as skip:
             out.skipped = skip.cause
             log = self._log.warning
@@ -180,6 +197,12 @@ class Collector:
         if out.skipped is not None:
             metrics.SKIPS.labels(provider=provider, cause=out.skipped).inc()
         return out
+
+    async def _fence(self, provider: str, not_sent: int) -> None:
+        """Before each delete: the provider's lock must still be this replica's, or the
+        listing may be stale (another replica may have run rounds since)."""
+        if not await self._lead.still_holds(provider):
+            raise _Lost(not_sent)
 
     def _not_up_yet(self, provider: str) -> bool:
         """Never answered, and the collector started less than STARTUP_GRACE ago."""

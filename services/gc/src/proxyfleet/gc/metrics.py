@@ -37,3 +37,10 @@ REFUSALS = Counter(
     "share (more than --max-delete-share of the provider's resources).",
     ["provider", "reason"],
 )
+ROUNDS_SKIPPED = Counter(
+    "proxyfleet_gc_rounds_skipped_total",
+    "Provider rounds this replica did not run, by reason: held (another replica holds the "
+    "provider's round lock and runs its rounds), lost (the lock was lost mid-round, e.g. "
+    "a pause past --round-lock-ttl: no delete was sent from then on).",
+    ["provider", "reason"],
+)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import asyncio
 
+from proxyfleet.common.logging import get_logger
 from proxyfleet.gc.collector import Collector
+
+_log = get_logger("proxyfleet.gc")
 
 
 class OneRound:
@@ -13,8 +16,20 @@ class OneRound:
         self._ok = True
 
     async def run(self, stop: asyncio.Event) -> None:
-        self._ok = (await self._collector.run_once()).result == "ok"
+        report = await self._collector.run_once()
+        await self._collector.release()
+        held = [p for p in report.providers if p.held_by]
+        self._ok = report.result == "ok" and not held
+        if held:
+            # A running GC deployment leads these providers' rounds: this run did nothing
+            # for them (set the option on the deployment instead).
+            _log.warning(
+                "gc.once_held",
+                providers=[p.provider for p in held],
+                holders=sorted({p.held_by for p in held}),
+            )
 
     def exit_code(self) -> int:
-        """1 if a provider was skipped (it did not answer, or answered garbage)."""
+        """1 if a provider was skipped (it did not answer, or answered garbage) or its
+        round is held by another replica."""
         return 0 if self._ok else 1

@@ -30,6 +30,13 @@ class GcSettings:
     request_timeout: float = 5.0
     """Seconds to wait for a provisioner to answer the resources request; a provider that
     does not answer in time is skipped for the round."""
+    round_lock_ttl: float = 0.0
+    """Seconds a replica's lock on a provider's rounds lasts without a renewal (0: twice
+    --interval plus --request-timeout, 65 s by default). The replica running a provider's
+    rounds renews it at every step and keeps it between rounds; another replica skips
+    that provider's rounds meanwhile, and takes over within this ttl plus one interval
+    once the holder is gone. Set explicitly, it must exceed --interval plus
+    --request-timeout."""
     metrics_host: str = "127.0.0.1"
     """Address of the /healthz, /readyz and /metrics server (0.0.0.0: every interface)."""
     metrics_port: int = 0
@@ -37,6 +44,11 @@ class GcSettings:
     once: bool = False
     """Run one round and exit (exit code 1 if a provider was skipped; gives up after
     10 s without NATS)."""
+
+    @property
+    def lock_ttl(self) -> float:
+        """--round-lock-ttl in effect."""
+        return self.round_lock_ttl or 2 * self.interval + self.request_timeout
 
     def __post_init__(self) -> None:
         checks = [
@@ -50,6 +62,14 @@ class GcSettings:
                 "a share in (0, 1]",
             ),
             (self.request_timeout > 0, "--request-timeout", self.request_timeout, "> 0"),
+            (
+                self.round_lock_ttl == 0
+                or self.round_lock_ttl > self.interval + self.request_timeout,
+                "--round-lock-ttl",
+                self.round_lock_ttl,
+                f"0 or seconds > --interval + --request-timeout "
+                f"({self.interval + self.request_timeout:g})",
+            ),
             (0 <= self.metrics_port <= 65535, "--metrics-port", self.metrics_port, "0..65535"),
         ]
         for ok, flag, value, expected in checks:

@@ -3,6 +3,7 @@
 from proxyfleet.common.store.creates import Created, Idempotency
 from proxyfleet.common.store.installation import Installation, InstallationMarker
 from proxyfleet.common.store.leases import GrantRequest, LeaseStore
+from proxyfleet.common.store.locks import Locks
 from proxyfleet.common.store.mux import LuaScript, ScriptMux
 from proxyfleet.common.store.outbox import Outbox, OutboxEntry
 from proxyfleet.common.store.registry import ProbeClaim, ProxyRegistry, TransitionResult
@@ -15,6 +16,7 @@ __all__ = [
     "Installation",
     "InstallationMarker",
     "LeaseStore",
+    "Locks",
     "LuaScript",
     "Outbox",
     "OutboxEntry",

@@ -27,6 +27,7 @@ from proxyfleet.common.store.creates import (
 )
 from proxyfleet.common.store.fastid import fast_id
 from proxyfleet.common.store.installation import Installation
+from proxyfleet.common.store.locks import Locks
 from proxyfleet.common.store.mux import ScriptMux
 from proxyfleet.common.store.outage import translates_outages
 from proxyfleet.common.store.outbox import Outbox
@@ -74,6 +75,8 @@ class ProxyRegistry:
         """Where this registry's scripts append their events and intents."""
         self.installation = Installation(client, clock, namespace=namespace)
         """The registry's identity: installation marker and tombstones."""
+        self.locks = Locks(client, namespace=namespace)
+        """Named locks in the same Redis and namespace (GC's round locks)."""
 
     def _key(self, *parts: str) -> str:
         return ":".join((self._ns, *parts))
