@@ -51,13 +51,18 @@ class Reconciler:
                 await asyncio.wait_for(stop.wait(), self._settings.reconcile_interval)
 
     async def reconcile_once(self) -> int:
-        """Publish the intent of every stale proxy of this provider; returns how many."""
+        """Publish the intent of every stale proxy of this provider; returns how many.
+        Reads only this provider's proxies (its index), after building the indexes if the
+        registry predates them (once per store: a check of their marker after that)."""
         provider = self._settings.provider
+        added = await self._registry.index_providers()
+        if added is not None:
+            log.info("reconciler.providers_indexed", added=added)
         cursor = ""
         republished = 0
         while True:
-            page, cursor = await self._registry.page(
-                provider=provider, cursor=cursor, limit=PAGE_SIZE
+            page, cursor = await self._registry.provider_page(
+                provider, cursor=cursor, limit=PAGE_SIZE
             )
             for proxy in page:
                 if await self._republish_if_stale(proxy):

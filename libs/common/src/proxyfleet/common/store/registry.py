@@ -31,6 +31,7 @@ from proxyfleet.common.store.locks import Locks
 from proxyfleet.common.store.mux import ScriptMux
 from proxyfleet.common.store.outage import translates_outages
 from proxyfleet.common.store.outbox import Outbox
+from proxyfleet.common.store.proxy_pages import ProxyFilter, proxy_page, read_proxies
 from proxyfleet.common.store.scripts import Scripts
 
 _SOURCES: dict[Phase, str] = {
@@ -77,6 +78,7 @@ class ProxyRegistry:
         """The registry's identity: installation marker and tombstones."""
         self.locks = Locks(client, namespace=namespace)
         """Named locks in the same Redis and namespace (GC's round locks)."""
+        self._indexed = False  # the providers' indexes are built (the marker was seen)
 
     def _key(self, *parts: str) -> str:
         return ":".join((self._ns, *parts))
@@ -123,11 +125,7 @@ class ProxyRegistry:
         return proxy_from_hash(data) if data else None
 
     async def get_many(self, proxy_ids: list[str]) -> list[Proxy | None]:
-        async with self._redis.pipeline(transaction=False) as pipe:
-            for pid in proxy_ids:
-                pipe.hgetall(self._key("proxy", pid))
-            rows = await pipe.execute()
-        return [proxy_from_hash(r) if r else None for r in rows]
+        return await read_proxies(self._redis, self._ns, proxy_ids)
 
     async def transition(
         self,
@@ -234,31 +232,52 @@ class ProxyRegistry:
         exclude_phase: Phase | None = None,
     ) -> tuple[list[Proxy], str]:
         """One page of proxies in creation order; returns (page, next cursor or '').
-        `exclude_phase`: leave out proxies in that phase (the API hides deleted ones)."""
-        out: list[Proxy] = []
-        start = f"({cursor}" if cursor else "-"
-        batch = max(limit, 100)
-        while len(out) < limit:
-            ids = cast(
-                list[str],
-                await self._redis.zrangebylex(self._key("proxies"), start, "+", 0, batch),
+        `exclude_phase`: leave out proxies in that phase (the API hides deleted ones).
+        One provider's proxies, deleted ones left out, are read from its index."""
+        flt = ProxyFilter(provider, zone, phase, labels, exclude_phase)
+        if provider and flt.skips_deleted:
+            return await self._provider_page(provider, flt, cursor, limit)
+        return await proxy_page(
+            self._redis, self._ns, self._key("proxies"), flt, cursor=cursor, limit=limit
+        )
+
+    async def provider_page(
+        self, provider: str, *, phase: Phase | None = None, cursor: str = "", limit: int = 100
+    ) -> tuple[list[Proxy], str]:
+        """One page of the provider's proxies that are not deleted (in `phase`, if given),
+        in creation order; returns (page, next cursor or ''). Read from the provider's
+        index, `pf:provider:<name>`: no other provider's proxy is read. Until the indexes
+        are built (`index_providers`, on a registry written before they existed) it reads
+        every proxy, as `page` did."""
+        flt = ProxyFilter(provider, phase=phase, exclude_phase=Phase.DELETED)
+        return await self._provider_page(provider, flt, cursor, limit)
+
+    async def _provider_page(
+        self, provider: str, flt: ProxyFilter, cursor: str, limit: int
+    ) -> tuple[list[Proxy], str]:
+        if not self._indexed:
+            self._indexed = bool(await self._redis.exists(self._key("provider_index")))
+        key = self._key("provider", provider) if self._indexed else self._key("proxies")
+        return await proxy_page(self._redis, self._ns, key, flt, cursor=cursor, limit=limit)
+
+    async def index_providers(self, batch: int = 1000) -> int | None:
+        """Build the providers' indexes from every proxy, once per store (a registry written
+        before they existed; the scripts keep them from then on): None, without a write,
+        when the marker `pf:provider_index` says they are built; else how many proxies were
+        added to an index."""
+        if await self._redis.exists(self._key("provider_index")):
+            self._indexed = True
+            return None
+        after, added = "", 0
+        while True:
+            after, n = await self._scripts.call(
+                "index_providers", after, batch, repr(self._clock.now())
             )
-            if not ids:
-                return out, ""
-            for pid, proxy in zip(ids, await self.get_many(ids), strict=True):
-                if proxy is None:
-                    await self._redis.zrem(self._key("proxies"), pid)  # expired deleted proxy
-                elif proxy.phase != exclude_phase and _matches(
-                    proxy, provider, zone, phase, labels
-                ):
-                    out.append(proxy)
-                    if len(out) == limit:
-                        more = pid != ids[-1] or len(ids) == batch
-                        return out, (pid if more else "")
-            start = f"({ids[-1]}"
-            if len(ids) < batch:
-                return out, ""
-        return out, ""
+            added += int(n)
+            if not after:
+                break
+        self._indexed = True
+        return added
 
     async def take_zone_turns(self, provider: str, count: int) -> int:
         """Reserve `count` consecutive turns of the provider's zone round robin; returns the
@@ -319,19 +338,3 @@ def _decode(proxy_id: str, to: str, res: list[Any]) -> TransitionResult:
     if code == -4:
         raise Conflict(f"proxy {proxy_id} is leased (lease {res[3]})")
     return TransitionResult(gen=int(res[1]), previous=Phase(res[2]), ended_lease_id=res[3])
-
-
-def _matches(
-    p: Proxy,
-    provider: str | None,
-    zone: str | None,
-    phase: Phase | None,
-    labels: dict[str, str] | None,
-) -> bool:
-    if provider and p.provider != provider:
-        return False
-    if zone and p.zone != zone:
-        return False
-    if phase and p.phase != phase:
-        return False
-    return not labels or all(p.labels.get(k) == v for k, v in labels.items())

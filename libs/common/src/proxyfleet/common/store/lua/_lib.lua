@@ -18,6 +18,18 @@ local function avail_rem(id)
   for _, key in ipairs(avail_keys(p[1], p[2])) do redis.call('ZREM', key, id) end
 end
 
+-- A provider's index, `provider:<name>`: the ids of its proxies that are not deleted
+-- (score 0: in id order, like `proxies`), so a provider's listing reads no other proxy.
+-- Kept by the scripts that create, adopt and transition proxies.
+local function index_add(provider, id) redis.call('ZADD', k('provider', provider or ''), 0, id) end
+local function index_rem(provider, id) redis.call('ZREM', k('provider', provider or ''), id) end
+-- The marker `provider_index` says every proxy is in its index (readers trust them then):
+-- set by index_providers.lua once it has indexed a store written before them, or by the
+-- first proxy written to an empty store (nothing there to index).
+local function index_marker_if_empty(now_raw)
+  if redis.call('ZCARD', k('proxies')) == 0 then redis.call('SET', k('provider_index'), now_raw) end
+end
+
 -- End a lease: tombstone it for `keep` seconds (default a day), so a late report/release
 -- gets a clear 409, and free the proxy.
 local function end_lease(lease_id, state, now, cooldown, keep)

@@ -9,6 +9,7 @@ local hold = tonumber(ARGV[6]) or 0
 local pkey = k('proxy', id)
 if redis.call('EXISTS', pkey) == 1 then return 0 end
 if redis.call('ZSCORE', k('tombstones'), id) then return -1 end
+index_marker_if_empty(now_raw)
 for i = 7, #ARGV, 2 do redis.call('HSET', pkey, ARGV[i], ARGV[i + 1]) end
 -- Cooling down until the hold ends: the first good probe makes it ready, not grantable.
 redis.call('HSET', pkey, 'phase', phase, 'gen', 1, 'updated_at', now_raw,
@@ -16,6 +17,7 @@ redis.call('HSET', pkey, 'phase', phase, 'gen', 1, 'updated_at', now_raw,
 redis.call('ZADD', k('proxies'), 0, id)
 local provider = redis.call('HGET', pkey, 'provider') or ''
 redis.call('HINCRBY', k('counts', provider), phase, 1)
+index_add(provider, id)
 if phase == 'booting' then
   redis.call('ZADD', k('probe'), tonumber(now_raw), id)
 else

@@ -31,6 +31,7 @@ if max >= 0 then
   if existing + n > max then return {-5, existing, max} end
 end
 
+index_marker_if_empty(now_raw)
 local out, ids, i = {1}, {}, 10
 for _ = 1, n do
   local id, nfields = ARGV[i], tonumber(ARGV[i + 1])
@@ -42,6 +43,7 @@ for _ = 1, n do
     redis.call('ZADD', k('proxies'), 0, id)
     local p = redis.call('HMGET', pkey, 'provider', 'phase', 'gen')
     redis.call('HINCRBY', k('counts', p[1]), p[2], 1)
+    if p[2] ~= 'deleted' then index_add(p[1], id) end
     if p[2] == 'pending' then
       event('proxy.pending', event_id, now_raw, id, p[1], '', {'from', '""', 'gen', p[3] or '0'})
       intent_create(p[1], id)

@@ -24,6 +24,10 @@ local new_gen = gen + 1
 redis.call('HSET', pkey, 'phase', to, 'gen', new_gen, 'updated_at', now)
 redis.call('HINCRBY', k('counts', cur[3]), phase, -1)
 redis.call('HINCRBY', k('counts', cur[3]), to, 1)
+-- Out of its provider's index once deleted (its hash expires later: nothing is left
+-- behind); added again on every other move, which heals a proxy a version from before the
+-- index stored (a rolling upgrade) at its next transition.
+if to == 'deleted' then index_rem(cur[3], id) else index_add(cur[3], id) end
 
 if to == 'booting' or to == 'ready' or to == 'unhealthy' then
   if phase ~= 'booting' and phase ~= 'ready' and phase ~= 'unhealthy' then
