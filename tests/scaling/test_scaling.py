@@ -146,7 +146,6 @@ def test_a_killed_provisioners_intents_are_finished_by_the_others_within_seconds
     victim = fleet.provisioners[-1]
     admin = Api(fleet.api_urls[0], fleet.stack.admin_token)
     ids = create(fleet.api_urls, fleet.stack.admin_token, 30)
-    # polled without a pause: a local create takes a fraction of a second
     proc = fleet.stack.processes[victim]
     killed_at = kill_while_handling(fleet.metrics_url(victim), proc)
     try:
