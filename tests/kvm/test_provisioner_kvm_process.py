@@ -16,11 +16,11 @@ import time
 from pathlib import Path
 
 import httpx
-import libvirt
 import msgspec
 import yaml
 from tests.kvm.conftest import LibvirtDaemon
-from tests.kvm.helpers import kvm_provider
+from tests.kvm.contract_helpers import remove_domains
+from tests.kvm.helpers import domain_active, kvm_provider, make_image
 from tests.provisioner.helpers import wait_until
 
 from proxyfleet.common.clock import SystemClock
@@ -50,37 +50,9 @@ def write_config(path: Path, host: KvmHost, image: Path) -> Path:
     return path
 
 
-def make_image(path: Path) -> Path:
-    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", str(path), "64M"], check=True)
-    return path
-
-
 def spawn(argv: list[str], log_path: Path) -> subprocess.Popen[bytes]:
     with log_path.open("wb") as out:
         return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
-
-
-def domain_active(uri: str, name: str) -> bool:
-    conn = libvirt.open(uri)
-    try:
-        return bool(conn.lookupByName(name).isActive())
-    except libvirt.libvirtError:
-        return False
-    finally:
-        conn.close()
-
-
-def remove_domain(uri: str, name: str) -> None:
-    conn = libvirt.open(uri)
-    try:
-        dom = conn.lookupByName(name)
-        if dom.isActive():
-            dom.destroy()
-        dom.undefine()
-    except libvirt.libvirtError:
-        pass
-    finally:
-        conn.close()
 
 
 async def test_the_service_creates_traces_and_never_logs_secrets(
@@ -154,7 +126,7 @@ async def test_the_service_creates_traces_and_never_logs_secrets(
         code = await asyncio.to_thread(proc.wait, 20)
         await nc.close()
         await redis_client.aclose()
-        await asyncio.to_thread(remove_domain, libvirtd.uri, domain_name(proxy_id))
+        await remove_domains(libvirtd.uri, [proxy_id])
     assert code == 0
 
     text = log_path.read_text()

@@ -67,6 +67,7 @@ async def add_pending_proxy(
     *,
     age: float = 0.0,
     proxy_id: str = "",
+    zone: str = "local",
     labels: dict[str, str] | None = None,
     placement: dict[str, str] | None = None,
 ) -> Proxy:
@@ -75,7 +76,7 @@ async def add_pending_proxy(
     proxy = Proxy(
         id=proxy_id or f"p{secrets.token_hex(8)}",
         provider=provider,
-        zone="local",
+        zone=zone,
         phase=Phase.PENDING,
         gen=1,
         username="user1",

@@ -1,32 +1,19 @@
 """Three replicas of every service on one NATS and Redis, and what the scaling tests read
-from them: each process's /metrics, the probe results on NATS, the proxies' processes."""
+from them: the probe results on NATS (each process's /metrics through tests/takeover.py)."""
 
 from __future__ import annotations
 
 from collections import defaultdict
 from dataclasses import dataclass, field
 
-import httpx
 import msgspec
 from nats.aio.msg import Msg
-from prometheus_client.parser import text_string_to_metric_families
 from tests.e2e.journey import ThreadedSubscriber
 
 from proxyfleet.common import subjects
 from proxyfleet.common.models import ProbeResult
 from proxyfleet.devstack.servers import free_port, wait_tcp
 from proxyfleet.devstack.stack import Stack
-
-
-def metric(url: str, name: str, **labels: str) -> float:
-    """The sum of the samples called `name` with these labels on one /metrics page."""
-    text = httpx.get(url, timeout=5).text
-    total = 0.0
-    for family in text_string_to_metric_families(text):
-        for sample in family.samples:
-            if sample.name == name and all(sample.labels.get(k) == v for k, v in labels.items()):
-                total += sample.value
-    return total
 
 
 def flag(args: list[str], name: str) -> str:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import itertools
 import os
-import signal
 import time
 
 import httpx
@@ -15,7 +14,8 @@ import nats
 import pytest
 from tests.e2e.journey import Api, proxy_processes_for, wait_for
 from tests.scaling.conftest import PROBE_INTERVAL
-from tests.scaling.fleet import ProbeTap, Replicas, metric
+from tests.scaling.fleet import ProbeTap, Replicas
+from tests.takeover import kill_while_handling, metric
 
 from proxyfleet.common import subjects
 from proxyfleet.common.runner import RunnerSettings
@@ -146,14 +146,8 @@ def test_a_killed_provisioners_intents_are_finished_by_the_others_within_seconds
     victim = fleet.provisioners[-1]
     admin = Api(fleet.api_urls[0], fleet.stack.admin_token)
     ids = create(fleet.api_urls, fleet.stack.admin_token, 30)
-    deadline = time.monotonic() + 10
-    # polled without a pause: a local create takes a fraction of a second
-    while metric(fleet.metrics_url(victim), "proxyfleet_intents_in_progress") < 1:
-        assert time.monotonic() < deadline, f"{victim} never handled an intent"
     proc = fleet.stack.processes[victim]
-    os.kill(proc.pid, signal.SIGKILL)
-    killed_at = time.monotonic()
-    proc.wait(5)
+    killed_at = kill_while_handling(fleet.metrics_url(victim), proc)
     try:
         time.sleep(1.5)  # the others finish theirs; the victim's stay unacked
         held = asyncio.run(unacked_intents(fleet.stack.nats_url))

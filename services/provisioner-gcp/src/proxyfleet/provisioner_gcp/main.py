@@ -12,7 +12,7 @@ from proxyfleet.common.providers_config import ProviderConfig
 from proxyfleet.common.runner import provisioner_service
 from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import ProxyRegistry
-from proxyfleet.provisioner_gcp.adapter import GcpProvider
+from proxyfleet.provisioner_gcp.adapter import ADDRESS_WAIT, GcpProvider
 from proxyfleet.provisioner_gcp.settings import GcpProvisionerSettings as Settings
 from proxyfleet.provisioner_gcp.watcher import PreemptionWatcher
 
@@ -23,10 +23,11 @@ def make_provider(entry: ProviderConfig, common: CommonSettings, _: Settings) ->
 
 
 def adjust(entry: ProviderConfig, settings: Settings) -> Settings:
-    """A create may wait up to operation_timeout: republishing its intent before then would
-    only start a second waiter."""
+    """A create may wait up to operation_timeout for its insert, then ADDRESS_WAIT for the
+    external IP, without touching its proxy; a replica killed meanwhile hands the intent on
+    after ack_wait. Republishing it before all that would only start a second waiter."""
     assert entry.gcp is not None
-    floor = entry.gcp.operation_timeout + settings.ack_wait
+    floor = entry.gcp.operation_timeout + ADDRESS_WAIT + settings.ack_wait
     return dataclasses.replace(settings, stale_after=max(settings.stale_after, floor))
 
 

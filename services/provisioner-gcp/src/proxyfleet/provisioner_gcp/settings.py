@@ -1,4 +1,5 @@
-"""The GCP provisioner's settings: the runner's, with its own defaults."""
+"""The GCP provisioner's settings: the runner's (its 5 s ack-wait included: heartbeats hold
+a create however long its operation takes), with its own concurrency and preemption checks."""
 
 from __future__ import annotations
 
@@ -11,9 +12,6 @@ from proxyfleet.common.settings import option
 
 @dataclass(frozen=True, slots=True)
 class GcpProvisionerSettings(RunnerSettings):
-    ack_wait: float = option(60.0, env_aliases=("PROXYFLEET_ACK_WAIT",))
-    """Seconds JetStream waits for an ack before redelivering an intent to another replica
-    (a VM insert and its operation take tens of seconds)."""
     concurrency: int = option(32, env_aliases=("PROXYFLEET_CONCURRENCY",))
     """Intents one replica handles at once (Compute mutations are bounded apart, by the
     config's max_operations_in_flight)."""

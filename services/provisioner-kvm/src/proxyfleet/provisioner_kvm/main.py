@@ -20,7 +20,8 @@ def make_provider(entry: ProviderConfig, common: CommonSettings, settings: Setti
 
 
 def adjust(entry: ProviderConfig, settings: Settings) -> Settings:
-    """A create waits up to address_timeout for the guest: republishing its intent before
+    """A create waits up to address_timeout for the guest without touching its proxy; a
+    replica killed meanwhile hands the intent on after ack_wait. Republishing it before
     then would only start a second waiter."""
     assert entry.kvm is not None
     floor = entry.kvm.address_timeout + settings.ack_wait

@@ -1,4 +1,5 @@
-"""The KVM provisioner's settings: the runner's, with its own defaults and tracing."""
+"""The KVM provisioner's settings: the runner's (its 5 s ack-wait included: heartbeats hold
+a create while the guest boots), with its own concurrency and tracing."""
 
 from __future__ import annotations
 
@@ -11,9 +12,6 @@ from proxyfleet.common.settings import option
 
 @dataclass(frozen=True, slots=True)
 class KvmProvisionerSettings(RunnerSettings):
-    ack_wait: float = option(60.0, env_aliases=("PROXYFLEET_ACK_WAIT",))
-    """Seconds JetStream waits for an ack before redelivering an intent to another replica
-    (VM creates take longer than local ones)."""
     concurrency: int = option(4, env_aliases=("PROXYFLEET_CONCURRENCY",))
     """Intents one replica handles at once."""
     libvirt_trace: Literal["calls", "full"] = option(
