@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from proxyfleet.cli import exitcodes, fmt
+from proxyfleet.cli.app import _line_of
 from proxyfleet.cli.childenv import child_env, default_holder, should_forward
 from proxyfleet.cli.config import (
     Config,
@@ -22,6 +23,8 @@ from proxyfleet.cli.config import (
 from proxyfleet.client import (
     BadRequest,
     Conflict,
+    Event,
+    EventData,
     Forbidden,
     Lease,
     LeasedProxy,
@@ -157,3 +160,12 @@ def test_wait_statuses_become_shell_codes() -> None:
     assert exitcodes.of_wait_status(3 << 8) == 3
     assert exitcodes.of_wait_status(signal.SIGTERM) == 128 + signal.SIGTERM
     assert exitcodes.for_signal(signal.SIGINT) == 130
+
+
+def test_an_event_line_names_the_zone_a_proxy_moved_to() -> None:
+    moved = EventData(from_="provisioning", gen=2, zone="us-b", from_zone="us-a")
+    line = _line_of(Event(type="proxy.booting", id="e1", time=0.0, proxy_id="p1", data=moved))
+    assert line.endswith("proxy.booting    p1  from=provisioning zone=us-b from_zone=us-a")
+    stayed = EventData(from_="provisioning", gen=2)
+    line = _line_of(Event(type="proxy.booting", id="e2", time=0.0, proxy_id="p1", data=stayed))
+    assert line.endswith("p1  from=provisioning")

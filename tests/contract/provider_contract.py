@@ -5,8 +5,9 @@ idempotent and adopts what exists (a redelivered intent or a restarted provision
 makes a second resource), `delete` of what is gone succeeds, `list_managed` returns this
 installation's resources only, with proxy ids and ages (GC deletes from that list), every
 failure is a `TemporaryProviderError` or a `PermanentProviderError` carrying the provider's
-message (the runner retries the one and fails the proxy on the other), and `close` may be
-called twice and leaves resources running.
+message (the runner retries the one and fails the proxy on the other), `close` may be
+called twice and leaves resources running, and a create made where it was asked names no
+other zone (`Provisioned.zone` is "" or the spec's: the runner would move the proxy).
 
 How to run it against a provider (tests/provisioner/test_local_contract.py,
 tests/kvm/test_test_driver_contract.py and tests/kvm/test_libvirtd_contract.py are the
@@ -122,6 +123,7 @@ class ProviderContract:
         second = await self.create(provider, spec)
         assert await resources_of(spec.proxy_id) == made
         assert second == first
+        assert first is None or first.zone in ("", spec.zone)
 
     async def test_a_new_instance_adopts_the_existing_resource(
         self, make_provider: MakeProvider, make_spec: MakeSpec, resources_of: ResourcesOf

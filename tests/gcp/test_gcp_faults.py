@@ -65,7 +65,10 @@ async def test_an_exhausted_zone_moves_an_unpinned_proxy_to_the_next(
     [vm] = instances_of(fake_gce, spec.proxy_id)
     assert vm["zone"] == "us-central1-b"
     assert done.resource_id.startswith("us-central1-b/")
+    assert done.zone == "us-b"  # the provider zone the runner records for the proxy
     assert ZONE_ERRORS.labels("us-central1-a", "capacity")._value.get() == before + 1
+    again = await make().create(spec)  # a redelivery adopts it where it went
+    assert (again.resource_id, again.zone) == (done.resource_id, "us-b")
 
 
 async def test_a_pinned_proxy_waits_for_its_zone(fake_gce: Any, make: Make) -> None:

@@ -16,6 +16,7 @@ from proxyfleet.provisioner_gcp.pure.plans import (
     credentials_of,
     firewall_changes,
     instance_body,
+    landed_zone,
     sweepable,
     timestamp,
     zone_order,
@@ -196,6 +197,15 @@ def test_zone_order_puts_the_proxys_zone_first_and_pinned_stays() -> None:
         ("c", "europe-west1-d"),
     ]
     assert zone_order("b", zones, pinned=True) == [("b", "europe-west1-c")]
+
+
+def test_landed_zone_names_the_provider_zone_only_when_it_moved() -> None:
+    zones = {"a": "europe-west1-b", "b": "europe-west1-c", "a2": "europe-west1-b"}
+    assert landed_zone("a", "europe-west1-b", zones) == ""  # where it was asked for
+    assert landed_zone("a", "europe-west1-c", zones) == "b"  # a failover
+    assert landed_zone("a2", "europe-west1-b", zones) == ""  # its own, shared with a
+    assert landed_zone("b", "europe-west1-b", zones) == "a"  # the first zone mapped to it
+    assert landed_zone("a", "us-east1-b", zones) == ""  # mapped no more: it stays
 
 
 def test_sweepable_keeps_young_orphans() -> None:

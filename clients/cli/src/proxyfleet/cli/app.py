@@ -193,6 +193,8 @@ def _line_of(item: Event | Probe) -> str:
         for name, value in (
             ("lease", item.lease_id),
             ("from", d.from_),
+            ("zone", d.zone),
+            ("from_zone", d.from_zone),
             ("epoch", d.epoch),
             ("holder", d.holder),
             ("target", d.target),

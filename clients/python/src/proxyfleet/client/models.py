@@ -132,7 +132,8 @@ class ProviderList(msgspec.Struct, kw_only=True):
 
 class EventData(msgspec.Struct, kw_only=True):
     """What an event says besides its envelope; only the fields of its kind are set.
-    proxy.*: `from_` (previous phase), `gen`, `reason`; lease.*: `epoch`, `client` (the
+    proxy.*: `from_` (previous phase), `gen`, `reason`, `zone` and `from_zone` (when the
+    proxy moved to another zone: a create that failed over); lease.*: `epoch`, `client` (the
     lease's owner), `by` (the token that made the call; absent for an expiry or a
     revocation); granted: `holder`, `target`, `expires_at`; renewed: `expires_at`;
     reported: `outcome`, `target`; revoked: `reason`."""
@@ -140,6 +141,8 @@ class EventData(msgspec.Struct, kw_only=True):
     from_: str | None = msgspec.field(default=None, name="from")
     gen: int | None = None
     reason: str | None = None
+    zone: str | None = None
+    from_zone: str | None = None
     epoch: int | None = None
     holder: str | None = None
     target: str | None = None

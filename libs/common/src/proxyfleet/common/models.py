@@ -129,7 +129,9 @@ class EventType(enum.StrEnum):
 class EventData(msgspec.Struct, kw_only=True, omit_defaults=True):
     """What an event says besides its envelope; only the fields of its kind are present.
 
-    proxy.*: `from` (previous phase, "" for pending), `gen`, `reason` (failed, unhealthy).
+    proxy.*: `from` (previous phase, "" for pending), `gen`, `reason` (failed, unhealthy);
+    `zone` and `from_zone` when the transition moved the proxy to another zone (booting
+    after a create that failed over).
     lease.*: `epoch`, `client` (the owner: the granting token's name, never its secret),
     `by` (the token that made the call, the owner's or an admin's; absent for an expiry or
     a revocation); granted: `holder`, `target`, `expires_at`; renewed: `expires_at`;
@@ -139,6 +141,8 @@ class EventData(msgspec.Struct, kw_only=True, omit_defaults=True):
     from_: str | None = msgspec.field(default=None, name="from")
     gen: int | None = None
     reason: str | None = None
+    zone: str | None = None
+    from_zone: str | None = None
     epoch: int | None = None
     holder: str | None = None
     target: str | None = None
@@ -190,6 +194,10 @@ class Provisioned(msgspec.Struct, kw_only=True):
     resource_id: str
     host: str
     port: int
+    zone: str = ""
+    """The provider zone the resource landed in when it is not the one the spec asked for
+    (a create that failed over to another zone); "" = as requested. The runner moves the
+    proxy to it in the registry with the create's result."""
 
 
 class ManagedResource(msgspec.Struct, kw_only=True):

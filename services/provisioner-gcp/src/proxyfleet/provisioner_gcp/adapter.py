@@ -4,7 +4,8 @@ create: adopt the proxy's instance if one exists in any zone (a retried or redel
 create, a failover elsewhere); else make sure the firewall rule is right, insert the VM
 with a requestId derived from the proxy id and zone, wait for its operation, and return
 its ephemeral external IP. A zone without capacity moves an unpinned proxy to the next
-zone of the provider. Compute mutations in flight are bounded per replica.
+zone of the provider; the result then names that zone (`Provisioned.zone`), which the
+runner records for the proxy. Compute mutations in flight are bounded per replica.
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from proxyfleet.provisioner_gcp.pure.plans import (
     FirewallRule,
     InstancePlan,
     instance_body,
+    landed_zone,
     zone_order,
 )
 from proxyfleet.provisioner_gcp.sweeper import Sweeper
@@ -89,7 +91,10 @@ class GcpProvider:
         else:
             await self.firewall.ensure()
             inst = await self._insert_somewhere(spec)
-        return await self._provisioned(inst)
+        zone = landed_zone(spec.zone, inst.gce_zone, self._s.zones)
+        if not zone and self._s.zones[spec.zone] != inst.gce_zone:
+            log.warning("gcp.instance_in_unmapped_zone", proxy_id=spec.proxy_id, zone=inst.gce_zone)
+        return await self._provisioned(inst, zone)
 
     async def delete(self, proxy_id: str, resource_id: str) -> None:
         if resource_id:
@@ -225,7 +230,7 @@ class GcpProvider:
                     log.info("gcp.insert_retried", proxy_id=spec.proxy_id, zone=gce_zone)
         log.info("gcp.instance_inserted", proxy_id=spec.proxy_id, zone=gce_zone, spot=s.spot)
 
-    async def _provisioned(self, inst: InstanceView) -> Provisioned:
+    async def _provisioned(self, inst: InstanceView, zone: str) -> Provisioned:
         deadline = self._clock.now() + ADDRESS_WAIT
         while self._clock.now() < deadline:
             if inst.status in ("TERMINATED", "STOPPING", "STOPPED", "SUSPENDED"):
@@ -237,6 +242,7 @@ class GcpProvider:
                     resource_id=names.resource_id(inst.gce_zone, inst.name),
                     host=inst.nat_ip,
                     port=self._s.proxy_port,
+                    zone=zone,
                 )
             await asyncio.sleep(self._poll)
             got = await self._instances.get(inst.gce_zone, inst.name)

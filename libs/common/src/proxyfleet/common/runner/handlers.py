@@ -114,6 +114,9 @@ class IntentHandler:
             return self._retry("create", proxy.id, exc, delivery)
         except PermanentProviderError as exc:
             return await self._fail(proxy.id, gen, str(exc) or type(exc).__name__)
+        # A create that landed in another zone moves the proxy there in the same script
+        # that records the result (and the booting event says so); the same zone is no move.
+        zone = done.zone or proxy.zone
         try:
             moved = await self._registry.transition(
                 proxy.id,
@@ -123,9 +126,12 @@ class IntentHandler:
                 port=done.port,
                 resource_id=done.resource_id,
                 boot_deadline=self._clock.now() + self._settings.boot_timeout,
+                zone=zone,
             )
         except (Conflict, NotFound):
             return await self._after_lost_race(proxy.id, done)
+        if zone != proxy.zone:
+            log.info("runner.proxy_zone_moved", proxy_id=proxy.id, zone=zone, from_zone=proxy.zone)
         log.info(
             "runner.proxy_booting", proxy_id=proxy.id, host=done.host, port=done.port, gen=moved.gen
         )

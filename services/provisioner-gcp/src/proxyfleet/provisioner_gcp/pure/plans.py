@@ -173,6 +173,16 @@ def zone_order(zone: str, zones: dict[str, str], pinned: bool) -> list[tuple[str
     return first + [(z, g) for z, g in zones.items() if z != zone]
 
 
+def landed_zone(requested: str, gce_zone: str, zones: dict[str, str]) -> str:
+    """The provider zone of a proxy asked for in `requested` whose VM runs in `gce_zone`:
+    "" while that is still `requested`'s GCE zone (nothing to move), else the first provider
+    zone mapped to it (a failover, or an adopted VM that went elsewhere before), or "" when
+    no provider zone maps to it any more (a config change: the proxy stays where it was)."""
+    if zones.get(requested) == gce_zone:
+        return ""
+    return next((z for z, g in zones.items() if g == gce_zone), "")
+
+
 @dataclass(frozen=True, slots=True)
 class Orphan:
     kind: str

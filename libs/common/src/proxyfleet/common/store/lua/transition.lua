@@ -4,12 +4,15 @@
 --       delete_reason (of the delete intent a move to deleting queues), field, value, ...
 -- A transition appends its event (proxy.<to>), lease.revoked when it ends a lease, and the
 -- delete intent of a proxy moving to failed or deleting, to the outbox.
+-- A `zone` field that differs moves the proxy between the per-zone availability sets
+-- (grants select by zone) in this same step; a transition's event then says so
+-- (`zone`, `from_zone`).
 -- -> {1, new_gen, old_phase, ended_lease_id} | {-1} missing | {-2, gen, phase} stale gen
 --    | {-3, gen, phase} not allowed from the current phase | {-4, gen, phase, lease_id} leased
 local id, expected, allowed, to, now = ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
 local deleted_ttl = tonumber(ARGV[7])
 local pkey = k('proxy', id)
-local cur = redis.call('HMGET', pkey, 'gen', 'phase', 'provider', 'lease_id', 'avail_at')
+local cur = redis.call('HMGET', pkey, 'gen', 'phase', 'provider', 'lease_id', 'avail_at', 'zone')
 if not cur[1] then return {-1} end
 local gen, phase = tonumber(cur[1]), cur[2]
 if expected >= 0 and gen ~= expected then return {-2, gen, phase} end
@@ -17,6 +20,20 @@ if allowed ~= '' and not string.find(',' .. allowed .. ',', ',' .. phase .. ',',
   return {-3, gen, phase}
 end
 if ARGV[8] == '1' and cur[4] and cur[4] ~= '' then return {-4, gen, phase, cur[4]} end
+local from_zone, to_zone = '', ''
+for i = 11, #ARGV, 2 do
+  if ARGV[i] == 'zone' and ARGV[i + 1] ~= (cur[6] or '') then
+    from_zone, to_zone = cur[6] or '', ARGV[i + 1]
+  end
+end
+if to_zone ~= '' then
+  local old_key = k('avail', cur[3], from_zone)
+  local score = redis.call('ZSCORE', old_key, id)
+  if score then
+    redis.call('ZREM', old_key, id)
+    redis.call('ZADD', k('avail', cur[3], to_zone), score, id)
+  end
+end
 for i = 11, #ARGV, 2 do redis.call('HSET', pkey, ARGV[i], ARGV[i + 1]) end
 if to == '' then return {1, gen, phase, ''} end
 
@@ -59,6 +76,12 @@ end
 
 local event_id, now_raw, provider = ARGV[9], ARGV[6], cur[3] or ''
 local data = {'from', json_str(phase), 'gen', tostring(new_gen)}
+if to_zone ~= '' then
+  data[#data + 1] = 'zone'
+  data[#data + 1] = json_str(to_zone)
+  data[#data + 1] = 'from_zone'
+  data[#data + 1] = json_str(from_zone)
+end
 local reason = ''
 if to == 'failed' or to == 'unhealthy' then
   reason = redis.call('HGET', pkey, 'reason') or ''
