@@ -32,6 +32,7 @@ providers:
           storage_pool: fast
           network: proxies
           domain_type: qemu
+          max_proxies: 20
       images:
         debian-12:
           url: https://images.example/debian-12.qcow2
@@ -41,6 +42,7 @@ providers:
           firmware: bios
           format: raw
       default_image: debian-12
+      host_retry_after: 10
 """
 
 
@@ -59,6 +61,7 @@ def test_kvm_config_parses_with_defaults() -> None:
     assert cfg.kvm.images["debian-12"].firmware == "uefi"
     assert cfg.kvm.images["old"].format == "raw"
     assert (cfg.kvm.vcpus, cfg.kvm.memory_mib, cfg.kvm.proxy_port) == (1, 1024, 3128)
+    assert (hv1.max_proxies, hv2.max_proxies, cfg.kvm.host_retry_after) == (None, 20, 10.0)
 
 
 @pytest.mark.parametrize(
@@ -75,6 +78,8 @@ def test_kvm_config_parses_with_defaults() -> None:
             "images[...].firmware: Invalid enum value 'coreboot'",
         ),
         (("domain_type: qemu", "domain_type: xen"), "hosts[1].domain_type"),
+        (("max_proxies: 20", "max_proxies: 0"), "hosts[1].max_proxies: Expected `int` >= 1"),
+        (("host_retry_after: 10", "host_retry_after: 0"), "kvm.host_retry_after: Expected"),
         (("          ssh_key_file: /secrets/kvm/id_ed25519\n", ""), "ssh_key_file"),
     ],
 )

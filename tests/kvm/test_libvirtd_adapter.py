@@ -224,31 +224,59 @@ async def test_sha256_mismatch_is_a_clear_permanent_error(
         await p.close()
 
 
-async def test_a_host_that_is_down_fails_its_zone_as_temporary(
+async def test_a_host_that_is_down_gives_its_share_of_the_zone_to_the_others(
     kvm_host: KvmHost, base_image: tuple[Path, str], tmp_path: Path, unused_tcp_port: int
 ) -> None:
-    down = KvmHost(
-        **{
-            **{f: getattr(kvm_host, f) for f in kvm_host.__struct_fields__},
-            "name": "down",
-            "zone": "kvm-down",
-            "ssh_address": f"127.0.0.1:{unused_tcp_port}",
-        }
-    )
+    fields = {f: getattr(kvm_host, f) for f in kvm_host.__struct_fields__}
+    nobody = f"127.0.0.1:{unused_tcp_port}"  # loopback, nobody listening: SSH refused
+    beside = KvmHost(**{**fields, "name": "a-down", "ssh_address": nobody})  # zone kvm-a
+    alone = KvmHost(**{**fields, "name": "down", "zone": "kvm-down", "ssh_address": nobody})
     settings = settings_for(kvm_host, *base_image, tmp_path)
     settings = KvmSettings(
         **{
             **{f: getattr(settings, f) for f in settings.__struct_fields__},
-            "hosts": [kvm_host, down],
+            "hosts": [beside, kvm_host, alone],
         }
     )
-    p = KvmProvider(settings, INSTALLATION)
+    p = KvmProvider(settings, INSTALLATION, address_poll_interval=0.2)
+    session = p.sessions[kvm_host.name]
+    tried = counter("proxyfleet_kvm_ssh_connects_total", host="a-down", result="error")
     try:
-        with pytest.raises(TemporaryProviderError, match="down"):
+        # a-down sorts first, and an idle host has the most room: every create of kvm-a
+        # still goes through (as far as a guest without an OS lets it) on h1.
+        for pid in ("pkvmfo1", "pkvmfo2"):
+            with pytest.raises(TemporaryProviderError, match="no address"):
+                await p.create(spec(pid, kvm_host.zone))
+            state = await Domains(session).state(domain_name(pid))
+            assert state is not None
+            assert state.active
+        # a-down was tried by the first create only: it is left out while its mark holds.
+        assert counter("proxyfleet_kvm_ssh_connects_total", host="a-down", result="error") == (
+            tried + 1
+        )
+        # A redelivered create adopts the domain it made (same UUID), none is made again.
+        uuid = await session.run(
+            "domainGetUUID", lambda c: c.lookupByName(domain_name("pkvmfo1")).UUIDString()
+        )
+        with pytest.raises(TemporaryProviderError, match="no address"):
+            await p.create(spec("pkvmfo1", kvm_host.zone))
+        assert (
+            await session.run(
+                "domainGetUUID", lambda c: c.lookupByName(domain_name("pkvmfo1")).UUIDString()
+            )
+            == uuid
+        )
+        # A zone whose every host is down: a temporary error naming them.
+        with pytest.raises(
+            TemporaryProviderError, match=r"every host of zone kvm-down is down \(down\)"
+        ):
             await p.create(spec("pkvmdown", "kvm-down"))
-        # Listing skips the host that is down and still lists the others.
-        await p.list_managed()
+        # Listing skips the hosts that are down and still lists the others.
+        listed = {r.proxy_id for r in await p.list_managed()}
+        assert {"pkvmfo1", "pkvmfo2"} <= listed
     finally:
+        for pid in ("pkvmfo1", "pkvmfo2"):
+            await p.delete(pid, f"{kvm_host.name}/{domain_name(pid)}")
         await p.close()
 
 

@@ -90,6 +90,10 @@ class KvmHost(_Strict, kw_only=True):
     """libvirt network the VMs attach to."""
     domain_type: Literal["kvm", "qemu"] = "kvm"
     """kvm: hardware virtualisation; qemu: software emulation (TCG), slow but anywhere."""
+    max_proxies: Annotated[int, msgspec.Meta(ge=1)] | None = None
+    """Most Proxyfleet VMs this host runs (any installation's count: they share it); a
+    create goes to the host of its zone with the most room left, and never to one at its
+    limit. None: no limit (such a host always has the most room)."""
 
 
 class KvmSettings(_Strict, kw_only=True):
@@ -120,6 +124,9 @@ class KvmSettings(_Strict, kw_only=True):
     """Where downloaded images are kept on the provisioner before upload."""
     address_timeout: Seconds = 300.0
     """How long one create waits for the guest to report its address."""
+    host_retry_after: Seconds = 30.0
+    """A host that could not be reached is left out of placement this long (its zone's
+    creates go to the zone's other hosts), then tried again."""
 
 
 class ProviderConfig(_Strict):

@@ -1,15 +1,15 @@
 """The KVM provider: the Provider port over libvirt hosts reached through SSH tunnels.
 
-create: pick the zone's host, make sure the base image is in its pool, add the VM's
-overlay and cloud-init seed, define and start the domain, wait for the guest's address.
-Every step first looks for what an earlier attempt left, so a retried or redelivered
-create adopts instead of duplicating.
+create: list the domains of the zone's hosts, adopt the proxy's domain where one of them
+has it or pick the host with the most room (`pure.host_choice`), make sure the base image
+is in its pool, add the VM's overlay and cloud-init seed, define and start the domain, wait
+for the guest's address. Every step first looks for what an earlier attempt left, so a
+retried or redelivered create adopts instead of duplicating.
 """
 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -33,12 +33,23 @@ from proxyfleet.provisioner_kvm.domains import Domains
 from proxyfleet.provisioner_kvm.host import Connector, HostSession, SshConnector
 from proxyfleet.provisioner_kvm.image_store import ImageStore
 from proxyfleet.provisioner_kvm.libvirt_calls import silence_libvirt_stderr
+from proxyfleet.provisioner_kvm.metrics import HOSTS_DOWN, PLACEMENTS
 from proxyfleet.provisioner_kvm.pure.domain_xml import DomainSpec, Rebuild, render_domain_xml
+from proxyfleet.provisioner_kvm.pure.host_choice import (
+    Adopt,
+    Answered,
+    Down,
+    DownMarks,
+    HostReport,
+    NoHost,
+    choose_host,
+)
 from proxyfleet.provisioner_kvm.pure.names import (
     base_volume_name,
     domain_name,
     overlay_volume_name,
     parse_resource_id,
+    proxy_id_from_domain_name,
     resource_id,
     seed_volume_name,
 )
@@ -73,20 +84,41 @@ class KvmProvider:
         self.sessions: Mapping[str, HostSession] = {
             h.name: HostSession(h, connector_for(h), trace_full=trace_full) for h in settings.hosts
         }
+        self._down = DownMarks(settings.host_retry_after)
+        self._pins: dict[str, str] = {}
+        """Proxy -> host this process began building its domain on, until the create
+        returns or the proxy is deleted: a redelivery while that host is down waits for it
+        instead of building a second domain elsewhere."""
+        self._under_way: dict[str, str] = {}
+        """Proxy -> host of the creates placed and running now (they count as load)."""
 
     # ---- the Provider port ------------------------------------------------------------
 
     async def create(self, spec: ProxySpec) -> Provisioned:
-        session = self._host_for(spec.zone, spec.proxy_id)
+        session, adopt = await self._place(spec)
+        self._under_way[spec.proxy_id] = session.host.name
+        try:
+            address = await self._create_on(session, adopt, spec)
+        finally:
+            self._under_way.pop(spec.proxy_id, None)
+        self._pins.pop(spec.proxy_id, None)
+        return Provisioned(
+            resource_id=resource_id(session.host.name, spec.proxy_id),
+            host=address,
+            port=self._settings.proxy_port,
+        )
+
+    async def _create_on(self, session: HostSession, adopt: bool, spec: ProxySpec) -> str:
         domains = Domains(session)
         name = domain_name(spec.proxy_id)
-        state = await domains.state(name)
+        state = await domains.state(name) if adopt else None
         if state is None:
             await self._build(
                 session,
                 spec,
                 resolve_image(spec.placement, self._settings.images, self._settings.default_image),
             )
+            PLACEMENTS.labels(session.host.name, "built").inc()
         elif state.identity is None or state.identity.proxy_id != spec.proxy_id:
             raise PermanentProviderError(
                 f"host {session.host.name}: a domain named {name} exists but is not this proxy's"
@@ -103,12 +135,8 @@ class KvmProvider:
                 await domains.start(name)
             if state.identity.rebuild != _rebuild(spec):  # made before metadata carried it
                 await domains.set_identity(name, spec, state.identity.created_at, _rebuild(spec))
-        address = await self._wait_for_address(domains, name, session.host.network)
-        return Provisioned(
-            resource_id=resource_id(session.host.name, spec.proxy_id),
-            host=address,
-            port=self._settings.proxy_port,
-        )
+            PLACEMENTS.labels(session.host.name, "adopted").inc()
+        return await self._wait_for_address(domains, name, session.host.network)
 
     async def delete(self, proxy_id: str, resource_id: str) -> None:
         if resource_id:
@@ -117,6 +145,7 @@ class KvmProvider:
             if session is None:
                 raise PermanentProviderError(f"resource {resource_id}: no host named {host_name}")
             await self._remove(session, proxy_id)
+            self._pins.pop(proxy_id, None)
             return
         # No resource id (the create never finished): look on every host.
         errors = []
@@ -127,6 +156,7 @@ class KvmProvider:
                 errors.append(str(exc))
         if errors:
             raise TemporaryProviderError("; ".join(errors))
+        self._pins.pop(proxy_id, None)
 
     async def list_managed(self) -> list[ManagedResource]:
         """This installation's domains (by their metadata) on every reachable host. A host
@@ -169,18 +199,60 @@ class KvmProvider:
 
     # ---- steps ------------------------------------------------------------------------
 
-    def _host_for(self, zone: str, proxy_id: str) -> HostSession:
-        """The zone's host for this proxy: stable across retries (a hash of the id)."""
-        hosts = sorted(n for n, s in self.sessions.items() if s.host.zone == zone)
-        if not hosts:
-            raise PermanentProviderError(f"no KVM host serves zone {zone!r}")
-        pick = int.from_bytes(hashlib.sha256(proxy_id.encode()).digest()[:4], "big")
-        return self.sessions[hosts[pick % len(hosts)]]
+    async def _place(self, spec: ProxySpec) -> tuple[HostSession, bool]:
+        """The host for this proxy, and whether its listing has the proxy's domain (made by
+        an earlier attempt: adopt it), from a listing of every host of its zone
+        (`pure.host_choice`)."""
+        zone = [s for s in self.sessions.values() if s.host.zone == spec.zone]
+        if not zone:
+            raise PermanentProviderError(f"no KVM host serves zone {spec.zone!r}")
+        reports = await asyncio.gather(*(self._survey(s) for s in zone))
+        choice = choose_host(spec.proxy_id, spec.zone, reports, self._pins, self._under_way)
+        if isinstance(choice, NoHost) and any(isinstance(r, Down) and r.held for r in reports):
+            # Nothing fits without the hosts left out: try them now rather than wait out
+            # their marks (a zone's only host, or the proxy's pinned one, may be back).
+            reports = await asyncio.gather(
+                *(self._survey(s, earlier=r) for s, r in zip(zone, reports, strict=True))
+            )
+            choice = choose_host(spec.proxy_id, spec.zone, reports, self._pins, self._under_way)
+        if isinstance(choice, NoHost):
+            error = PermanentProviderError if choice.permanent else TemporaryProviderError
+            raise error(choice.message)
+        return self.sessions[choice.host], isinstance(choice, Adopt)
+
+    async def _survey(self, session: HostSession, earlier: HostReport | None = None) -> HostReport:
+        """The Proxyfleet domains on one host (one listing call), or why it is down. A host
+        that fails is left out for `host_retry_after` seconds: not tried by each create.
+        Given its `earlier` report, the host is listed only if that one left it out."""
+        host = session.host
+        if earlier is not None:
+            if not (isinstance(earlier, Down) and earlier.held):
+                return earlier
+        elif (marked := self._down.get(host.name, self._clock.now())) is not None:
+            return marked
+        try:
+            names = await Domains(session).names()
+        except ProviderError as exc:
+            down = Down(host.name, str(exc), isinstance(exc, PermanentProviderError))
+            self._down.mark(down, self._clock.now())
+            HOSTS_DOWN.labels(host.name).inc()
+            log.warning(
+                "kvm.host_down",
+                host=host.name,
+                zone=host.zone,
+                error=down.error,
+                retry_after=self._settings.host_retry_after,
+            )
+            return down
+        proxies = frozenset(p for n in names if (p := proxy_id_from_domain_name(n)) is not None)
+        return Answered(host.name, proxies, host.max_proxies)
 
     async def _build(self, session: HostSession, spec: ProxySpec, image: ImageRef) -> None:
         s, host, pool = self._settings, session.host, Pool(session)
         base_name = base_volume_name(image)
         base = await pool.ensure_base(base_name, image.format, lambda: self._images.fetch(image))
+        # From here on this proxy has things of its own on the host (see `_pins`).
+        self._pins[spec.proxy_id] = host.name
         capacity = max(s.disk_gib * GIB, await pool.capacity_of(base_name))
         disk = await pool.ensure_overlay(
             overlay_volume_name(spec.proxy_id), capacity, base, image.format

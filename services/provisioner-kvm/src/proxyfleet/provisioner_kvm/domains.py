@@ -132,13 +132,16 @@ class Domains:
         self._s.calls.detail("libvirt.domain_address", domain=name, mac=mac, address=found)
         return found
 
+    async def names(self) -> list[str]:
+        """The names of every domain on the host (one call, no metadata read)."""
+        return await self._s.run(
+            "listAllDomains", lambda c: [str(d.name()) for d in c.listAllDomains(0)]
+        )
+
     async def list_ours(self) -> list[DomainState]:
         """Every domain on the host that carries Proxyfleet metadata."""
-        names: list[str] = await self._s.run(
-            "listAllDomains", lambda c: [d.name() for d in c.listAllDomains(0)]
-        )
         found = []
-        for name in names:
+        for name in await self.names():
             state = await self.state(name)
             if state is not None and state.identity is not None:
                 found.append(state)

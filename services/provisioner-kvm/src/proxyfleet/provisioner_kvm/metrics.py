@@ -37,3 +37,15 @@ SSH_CONNECTS = Counter(
     "by host and result.",
     ["host", "result"],
 )
+PLACEMENTS = Counter(
+    "proxyfleet_kvm_placements_total",
+    "Creates by the host they went to and how: built (a new domain) or adopted (the domain "
+    "an earlier attempt made).",
+    ["host", "how"],
+)
+HOSTS_DOWN = Counter(
+    "proxyfleet_kvm_host_down_total",
+    "Times a host could not be listed for a create and was left out of placement for "
+    "host_retry_after seconds, by host.",
+    ["host"],
+)
