@@ -16,12 +16,14 @@ from urllib.parse import quote
 import pytest
 import redis.asyncio as aioredis
 import uvloop
+from nats.aio.client import Client as NatsClient
 from tests.api.helpers import (
     CLIENT,
     CLIENT_NAME,
     OTHER_CLIENT,
     OTHER_CLIENT_NAME,
     PROVIDER,
+    Recorder,
     providers_config,
 )
 from tests.conftest import TargetServer
@@ -52,6 +54,15 @@ def clock() -> SystemClock:
 def lease_store(redis_client: aioredis.Redis, clock: SystemClock) -> LeaseStore:
     """The lease store the gateways write, to read their leases back."""
     return LeaseStore(redis_client, clock, LeasePolicy())
+
+
+@pytest.fixture
+async def events(nc: NatsClient) -> Recorder:
+    """Every event published from now on."""
+    recorder = Recorder()
+    await nc.subscribe("proxyfleet.events.>", cb=recorder.on_msg)
+    await nc.flush()
+    return recorder
 
 
 @pytest.fixture(scope="session")

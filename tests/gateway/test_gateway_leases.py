@@ -5,12 +5,12 @@ the connection retried on another proxy, a plain 403 reports `blocked`."""
 from __future__ import annotations
 
 import asyncio
+import base64
 import time
 from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-from nats.aio.client import Client as NatsClient
 from tests.api.helpers import CLIENT, Recorder, api_settings, providers_config, serve
 from tests.conftest import TargetServer
 from tests.gateway.conftest import (
@@ -42,14 +42,6 @@ async def api(
     async with httpx.AsyncClient(base_url=url, headers=headers, timeout=10) as client:
         yield client
     await stop()
-
-
-@pytest.fixture
-async def events(nc: NatsClient) -> Recorder:
-    recorder = Recorder()
-    await nc.subscribe("proxyfleet.events.>", cb=recorder.on_msg)
-    await nc.flush()
-    return recorder
 
 
 async def _closed(reader: asyncio.StreamReader, within: float) -> float:
@@ -141,16 +133,33 @@ async def test_two_failing_upstreams_are_a_502(
     reply.close()
 
 
-async def _plain_server(status: int) -> tuple[asyncio.Server, int]:
+async def _plain_server(status: int, *, keep: bool = False) -> tuple[asyncio.Server, int]:
+    """An origin answering `status` to each request (`keep`: on one connection)."""
+
     async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await reader.readuntil(b"\r\n\r\n")
-        body = b"no robots"
-        writer.write(f"HTTP/1.1 {status} X\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
-        await writer.drain()
+        while True:
+            try:
+                await reader.readuntil(b"\r\n\r\n")
+            except (asyncio.IncompleteReadError, ConnectionError):
+                break
+            body = b"no robots"
+            head = f"HTTP/1.1 {status} X\r\nContent-Length: {len(body)}\r\n\r\n"
+            writer.write(head.encode() + body)
+            await writer.drain()
+            if not keep:
+                break
         writer.close()
 
     server = await asyncio.start_server(answer, "127.0.0.1", 0)
     return server, server.sockets[0].getsockname()[1]
+
+
+def _get(port: int) -> bytes:
+    creds = base64.b64encode(f"crawler:{CLIENT}".encode()).decode()
+    return (
+        f"GET http://127.0.0.1:{port}/ HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\n"
+        f"Proxy-Authorization: Basic {creds}\r\n\r\n"
+    ).encode()
 
 
 async def test_a_plain_403_reports_blocked_and_bans_the_proxy_for_that_target(
@@ -245,5 +254,25 @@ async def test_a_lease_ended_while_its_connection_reaches_the_upstream_is_cut_at
         assert head.startswith(b"HTTP/1.1 200")
         assert await _closed(reader, within=1.0) < 1.0
         writer.close()
+    finally:
+        server.close()
+
+
+async def test_a_release_through_the_api_closes_an_idle_keepalive_connection(
+    start_gateway: StartGateway, fleet: dict[str, int], api: httpx.AsyncClient
+) -> None:
+    server, port = await _plain_server(200, keep=True)
+    gw = await start_gateway()
+    try:
+        reply = await raw_request(gw.port, _get(port))
+        assert reply.status == 200
+        assert reply.header("Connection") is None  # kept, waiting for a next request
+        lease_id = reply.header("X-Proxyfleet-Lease-Id")
+        epoch = reply.header("X-Proxyfleet-Lease-Epoch")
+        answer = await api.post(f"/v1/leases/{lease_id}/release", json={"epoch": int(epoch or 0)})
+        assert answer.status_code == 200, answer.text
+        await reply.reader.readexactly(len(b"no robots"))
+        assert await _closed(reply.reader, within=1.0) < 1.0
+        await eventually(lambda: len(gw.tunnels) == 0, within=2)
     finally:
         server.close()

@@ -30,6 +30,7 @@ def test_defaults_with_a_token() -> None:
         ({"blocked_statuses": "99"}, "--blocked-statuses"),
         ({"lease_ttl": 0.0}, "--lease-ttl"),
         ({"session_idle": float("nan")}, "--session-idle"),
+        ({"keepalive_idle": 0.0}, "--keepalive-idle"),
         ({"cooldown": -1.0}, "--cooldown"),
         ({"session_minutes": 0}, "--session-minutes"),
         ({"port": 70000}, "--port"),

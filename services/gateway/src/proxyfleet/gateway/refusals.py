@@ -35,6 +35,14 @@ def unavailable(
     return Refused(503, message, outcome, ("Retry-After", retry), proxy_status)
 
 
+def bad_response(why: str) -> Refused:
+    """A response the gateway cannot relay (its body cannot be delimited)."""
+    return Refused(
+        502, f"the upstream's response: {why}", "upstream_failed",
+        wire.proxy_status("http_protocol_error", why),
+    )  # fmt: skip
+
+
 def upstream_failed(message: str, why: str) -> Refused:
     return Refused(
         502, message, "upstream_failed", wire.proxy_status("destination_unavailable", why)

@@ -1,26 +1,27 @@
 """A connection from its lease on: reaching the leased upstream (retried once on another
-proxy when it fails, the failure reported), then a CONNECT tunnel or one plain-HTTP
-request relayed through it. The CONNECT reply and plain responses carry the lease and
-proxy ids and the lease's epoch (`X-Proxyfleet-Lease-Id`, `-Lease-Epoch`,
-`X-Proxyfleet-Proxy-Id`) so a client can report outcomes through the API."""
+proxy when it fails, the failure reported), then a CONNECT tunnel, or plain-HTTP requests
+one after another (`forward`, each an `exchange`) while both sides keep the connection.
+The CONNECT reply and plain responses carry the lease and proxy ids and the lease's
+epoch (`X-Proxyfleet-Lease-Id`, `-Lease-Epoch`, `X-Proxyfleet-Proxy-Id`) so a client can
+report outcomes through the API."""
 
 from __future__ import annotations
 
-import asyncio
 from dataclasses import dataclass
 
 from proxyfleet.common.errors import Conflict, Unavailable
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.models import LeaseOutcome
-from proxyfleet.gateway import wire
+from proxyfleet.gateway import framing, wire
+from proxyfleet.gateway.exchange import Cut, Exchange, NoResponse
 from proxyfleet.gateway.forward import ids, upstream_head, with_ids
 from proxyfleet.gateway.leasing import Leaser
 from proxyfleet.gateway.metrics import BYTES_DOWN, TUNNELS
-from proxyfleet.gateway.refusals import Refused, upstream_failed
+from proxyfleet.gateway.refusals import Refused, bad_response, upstream_failed
 from proxyfleet.gateway.settings import GatewaySettings
-from proxyfleet.gateway.splice import HeadTooLarge, Side, relayed
+from proxyfleet.gateway.splice import Side, relayed
 from proxyfleet.gateway.tunnels import Hold, Relay, Tunnels
-from proxyfleet.gateway.upstream import UpstreamFailed, open_tunnel, open_upstream, status_of
+from proxyfleet.gateway.upstream import UpstreamFailed, open_tunnel, open_upstream
 from proxyfleet.gateway.username import Selector
 
 log = get_logger(__name__)
@@ -36,6 +37,33 @@ class Caller:
     """The lease the connection rides on now (a retry moves it); finished at the end."""
 
 
+@dataclass(eq=False, slots=True)
+class Plain:
+    """A client connection carrying plain-HTTP requests, and the upstream connection kept
+    for the next one (to the same lease's proxy)."""
+
+    client: Side
+    upstream: Side | None = None
+    relay: Relay | None = None
+    counted: bool = False
+    """Counted as relayed (`ok`) once, however many requests it carries."""
+
+    def reusable(self, hold: Hold) -> Side | None:
+        """The kept upstream connection, when it can carry a request on `hold`."""
+        up = self.upstream
+        if up is None or self.relay is None or self.relay.hold.lease_id != hold.lease_id:
+            return None
+        return None if up.eof or up.lost or up.kept else up
+
+    def drop_upstream(self, *, abort: bool = False) -> None:
+        if self.upstream is not None:
+            if abort:
+                self.upstream.abort()
+            else:
+                self.upstream.close_after_write(within=1.0)
+            self.upstream = None
+
+
 class Relaying:
     """What a connection does once it has its lease."""
 
@@ -44,6 +72,8 @@ class Relaying:
         self._leaser = leaser
         self._tunnels = tunnels
         self._blocked = settings.blocked()
+        self.stopping = False
+        """The gateway stops: plain responses say `Connection: close`."""
 
     async def _upstream(self, caller: Caller, authority: str | None) -> tuple[Hold, Side]:
         """A connection to the caller's proxy (a tunnel to `authority`, or a plain one);
@@ -89,31 +119,92 @@ class Relaying:
         client.write(wire.response(200, ids(hold)))
         await self._relay(Relay(hold, client, upstream), until_upstream_eof=False)
 
-    async def forward(self, req: wire.RequestHead, caller: Caller, client: Side) -> None:
-        hold, upstream = await self._upstream(caller, None)
-        upstream.write(upstream_head(req, hold))
-        client.pipe_to(upstream)  # the body (if any) goes up while the answer is awaited
-        try:
-            async with asyncio.timeout(self._s.connect_timeout + self._s.header_timeout):
-                rhead = await upstream.read_head()
-        except (TimeoutError, asyncio.IncompleteReadError, HeadTooLarge, OSError):
-            upstream.abort()  # the client still gets the answer below
-            await self._leaser.report(hold, LeaseOutcome.FAILED, "no response head")
-            raise Refused(
-                502, "the upstream sent no response", "upstream_failed",
-                wire.proxy_status("http_response_incomplete"),
-            ) from None  # fmt: skip
-        status = status_of(rhead)
-        if status == 407:
-            upstream.abort()  # the client still gets the answer below
+    async def forward(self, req: wire.RequestHead, caller: Caller, conn: Plain) -> bool:
+        """One plain-HTTP request on `conn`, on the caller's lease. True when the client
+        connection may carry another request."""
+        ex, hold, resp, raw = await self._ask(req, caller, conn)
+        if resp.status == 407:
+            conn.drop_upstream(abort=True)  # the client still gets the answer below
             await self._leaser.report(hold, LeaseOutcome.FAILED, "upstream answered 407")
             raise upstream_failed("the upstream proxy refused its credentials", "407")
-        if status in self._blocked:
-            await self._leaser.report(hold, LeaseOutcome.BLOCKED, f"status {status}", req.host)
-        client.write(with_ids(rhead, hold))
-        BYTES_DOWN.inc(len(rhead))
-        # One request per connection: the end of the answer ends it.
-        await self._relay(Relay(hold, client, upstream), until_upstream_eof=True)
+        if resp.status in self._blocked:
+            await self._leaser.report(hold, LeaseOutcome.BLOCKED, f"status {resp.status}", req.host)
+        client, upstream = ex.client, ex.upstream
+        try:
+            body = framing.response_body(req.method, resp)
+            close_delimited = isinstance(body, framing.UntilClose)
+            # The client may send another request once this answer is whole, unless its
+            # request body is not (an early answer) or it has finished sending.
+            keep_client = req.keeps_alive and not close_delimited and not self.stopping
+            keep_client = keep_client and not client.metering
+            keep_client = keep_client and not (client.eof and not client.kept)
+            head = with_ids(raw, hold, keep_alive=keep_client, named=wire.nominated(resp.headers))
+            await ex.relay(body, head)
+        except framing.BadFraming as exc:  # nothing of the response reached the client
+            conn.drop_upstream(abort=True)
+            await self._leaser.report(hold, LeaseOutcome.FAILED, str(exc))
+            raise bad_response(str(exc)) from None
+        BYTES_DOWN.inc(len(raw))
+        keeps = req.keeps_alive and resp.keeps_alive and not close_delimited
+        if not keeps or client.metering or upstream.kept or upstream.eof or upstream.lost:
+            conn.drop_upstream()
+        return keep_client
+
+    async def _ask(
+        self, req: wire.RequestHead, caller: Caller, conn: Plain
+    ) -> tuple[Exchange, Hold, framing.ResponseHead, bytes]:
+        """Send the request through the upstream connection kept from the request before
+        (same lease), else a new one, and read the final response head. A kept
+        connection that the upstream had closed meanwhile is replaced once (a request
+        without a body can be sent again as it is)."""
+        assert caller.hold is not None
+        for attempt in (1, 2):
+            hold, upstream = caller.hold, conn.reusable(caller.hold)
+            reused = upstream is not None
+            if upstream is None:
+                # Off the relays while it connects: a retry elsewhere ends this lease, and
+                # its end event must not close the client connection.
+                self.detach(conn)
+                hold, upstream = await self._upstream(caller, None)
+                self._attach(conn, hold, upstream)
+            ex = Exchange(req, conn.client, upstream)
+            ex.send(upstream_head(req, hold, keep_alive=req.keeps_alive))
+            try:
+                resp, raw = await ex.response(self._s.connect_timeout + self._s.header_timeout)
+            except NoResponse as exc:
+                conn.drop_upstream(abort=True)  # the client still gets the answer below
+                if reused and exc.silent and ex.bodyless and attempt == 1:
+                    continue
+                if not (reused and exc.silent):  # not a proxy that closed an idle connection
+                    await self._leaser.report(hold, LeaseOutcome.FAILED, str(exc))
+                raise Refused(
+                    502, "the upstream sent no response", "upstream_failed",
+                    wire.proxy_status("http_response_incomplete"),
+                ) from None  # fmt: skip
+            return ex, hold, resp, raw
+        raise AssertionError("unreachable")
+
+    def _attach(self, conn: Plain, hold: Hold, upstream: Side) -> None:
+        """`conn` rides on `hold` through `upstream` from now on (a relay of `tunnels`, so a
+        lease end or the idle check closes it)."""
+        conn.upstream = upstream
+        conn.relay = Relay(hold, conn.client, upstream)
+        self._tunnels.add(conn.relay)
+        if not conn.counted:
+            conn.counted = True
+            TUNNELS.labels("ok").inc()
+        if conn.relay.ended:
+            raise Cut(conn.relay.ended)
+
+    def detach(self, conn: Plain) -> None:
+        """`conn` is no relay any more, its upstream connection closed (before its lease
+        ends, or at the end)."""
+        conn.drop_upstream()
+        if conn.relay is not None:
+            self._tunnels.remove(conn.relay)
+            if conn.relay.ended:
+                TUNNELS.labels("ended").inc()
+            conn.relay = None
 
     async def _relay(self, relay: Relay, *, until_upstream_eof: bool) -> None:
         self._tunnels.add(relay)

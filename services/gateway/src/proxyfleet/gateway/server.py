@@ -1,6 +1,7 @@
 """The proxy endpoint: one asyncio server; each connection's head read (bounded, timed),
-its token and username checked, its lease acquired, then relayed (`relaying`); a stop
-drains what is open.
+its token and username checked, its lease acquired, then relayed (`relaying`): a tunnel,
+or plain-HTTP requests one after another (keep-alive), each on the lease of the one
+before while it is for the same host; a stop drains what is open.
 
 Every answer the gateway writes itself is built by `wire`; a client error is a 4xx and
 ends that connection only."""
@@ -8,16 +9,17 @@ ends that connection only."""
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
 from proxyfleet.common.errors import Conflict, StoreUnavailable, Unavailable
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.providers_config import ProvidersConfig
-from proxyfleet.gateway import wire
+from proxyfleet.gateway import framing, wire
 from proxyfleet.gateway.auth import TokenBook
 from proxyfleet.gateway.leasing import Leaser
 from proxyfleet.gateway.metrics import BYTES_UP, TUNNELS
 from proxyfleet.gateway.refusals import AUTHENTICATE, Refused, bad_username, unavailable
-from proxyfleet.gateway.relaying import Caller, Relaying
+from proxyfleet.gateway.relaying import Caller, Plain, Relaying
 from proxyfleet.gateway.settings import GatewaySettings
 from proxyfleet.gateway.splice import HeadTooLarge, Side
 from proxyfleet.gateway.tunnels import Hold, Tunnels
@@ -50,6 +52,8 @@ class Gateway:
         start): what the components serving open connections run until."""
         self._handlers: dict[Side, asyncio.Task[None]] = {}
         """Each client connection's handler, until it ends (its lease released)."""
+        self._idle: set[Side] = set()
+        """Plain-HTTP client connections waiting for their next request."""
 
     async def run(self, stop: asyncio.Event) -> None:
         try:
@@ -73,6 +77,9 @@ class Gateway:
             await stop.wait()
         finally:
             server.close()
+            self._relaying.stopping = True  # answers say Connection: close from now on
+            for client in list(self._idle):  # a kept connection between requests ends now
+                client.close_after_write(within=1.0)
             await self._drain()
             self._tunnels.close_all("stopping")
             for client in list(self._handlers):
@@ -115,28 +122,109 @@ class Gateway:
             client.close_after_write(within=1.0)
 
     async def _handle(self, client: Side) -> None:
-        head = await self._read_head(client)
-        try:
-            req = wire.parse_head(head)
-        except wire.BadRequest as exc:
-            raise Refused(
-                exc.status, str(exc), "bad_request", wire.proxy_status("http_request_error")
-            ) from None
+        req = await self._request(client)
         if len(self._handlers) > self._max_connections:  # this one counted
             message = f"the gateway is at its limit of {self._max_connections} connections"
             raise unavailable(message, 1, "proxy_internal_response", outcome="busy")
         caller = self._caller(req)
+        if not req.is_connect:
+            connect = await self._plain(req, caller, client)
+            if connect is None:
+                return
+            req, caller = connect  # after plain requests, the connection becomes a tunnel
         caller.hold = await self._acquire(caller, req.host)
         self._tunnels.expect(caller.hold)
         try:
-            if req.is_connect:
-                await self._relaying.tunnel(req, caller, client)
-            else:
-                await self._relaying.forward(req, caller, client)
+            await self._relaying.tunnel(req, caller, client)
         finally:
-            if caller.hold is not None:
-                self._tunnels.forget(caller.hold.lease_id)
-                await self._finish(caller.hold)
+            await self._end(caller)
+
+    async def _plain(
+        self, req: wire.RequestHead, caller: Caller, client: Side
+    ) -> tuple[wire.RequestHead, Caller] | None:
+        """Plain-HTTP requests, answered in order (a pipelined one waits its turn), while
+        both sides keep the connection; then it closes. A CONNECT that follows is
+        returned (its tunnel gets a lease of its own)."""
+        conn = Plain(client)
+        current: Caller | None = None
+        try:
+            while True:
+                current = await self._lease_for(current, caller, req.host, conn)
+                if not await self._relaying.forward(req, current, conn):
+                    break
+                next_req = await self._next_request(client)
+                if next_req is None:
+                    break
+                req, caller = next_req, self._caller(next_req)
+                if req.is_connect:
+                    return req, caller
+            client.close_after_write(within=self._s.tunnel_idle)
+        finally:
+            self._relaying.detach(conn)
+            if current is not None:
+                await self._end(current)
+        return None
+
+    async def _lease_for(
+        self, current: Caller | None, caller: Caller, host: str, conn: Plain
+    ) -> Caller:
+        """The lease a request rides on: that of the request before when it is for the same
+        host with the same token and username (a session's lease for any host), else a
+        new one, the one before ended (as when a connection closes; the connection is
+        off its relays first, so that lease's end event does not close it)."""
+        hold = current.hold if current is not None else None
+        same = current is not None and (current.owner, current.selector) == (
+            caller.owner, caller.selector,
+        )  # fmt: skip
+        if current is not None and hold is not None and same:
+            if hold.session:  # the session's lease, whatever the host
+                current.hold = replace(hold, target=host)
+                return current
+            if hold.target.lower() == host.lower():
+                return current
+        if current is not None:
+            self._relaying.detach(conn)
+            await self._end(current)
+        caller.hold = await self._acquire(caller, host)
+        self._tunnels.expect(caller.hold)
+        return caller
+
+    async def _next_request(self, client: Side) -> wire.RequestHead | None:
+        """The next request on a kept connection; None once the client closed it, sent
+        nothing for --keepalive-idle, or the gateway stops."""
+        if self._relaying.stopping:
+            return None
+        self._idle.add(client)
+        try:
+            async with asyncio.timeout(self._s.keepalive_idle):
+                await client.wait_data()
+        except TimeoutError:
+            return None
+        finally:
+            self._idle.discard(client)
+        if not client.kept:  # closed by the client (or, stopping, by the gateway)
+            return None
+        return await self._request(client)
+
+    async def _request(self, client: Side) -> wire.RequestHead:
+        head = await self._read_head(client)
+        try:
+            req = wire.parse_head(head)
+            if not req.is_connect:
+                framing.request_body(req)  # a body that cannot be delimited: 400 now
+        except wire.BadRequest as exc:
+            raise Refused(
+                exc.status, str(exc), "bad_request", wire.proxy_status("http_request_error")
+            ) from None
+        return req
+
+    async def _end(self, caller: Caller) -> None:
+        """The connection no longer rides on the caller's lease: release it (a session's
+        lives on)."""
+        if caller.hold is not None:
+            self._tunnels.forget(caller.hold.lease_id)
+            await self._finish(caller.hold)
+            caller.hold = None
 
     async def _finish(self, hold: Hold) -> None:
         try:

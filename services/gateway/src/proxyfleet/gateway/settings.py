@@ -35,6 +35,9 @@ class GatewaySettings:
     """Seconds a session's lease outlives its last connection; then it expires."""
     tunnel_idle: float = 600.0
     """Seconds a tunnel may pass no byte either way before the gateway closes it."""
+    keepalive_idle: float = 60.0
+    """Seconds a plain-HTTP client connection may wait for its next request after a
+    response (keep-alive) before the gateway closes it, ending its lease."""
     max_connections: int = 0
     """Most client connections served at once; more are answered 503 with Retry-After.
     0: as many as the open-file limit allows (two descriptors each), which the gateway
@@ -81,6 +84,7 @@ class GatewaySettings:
             ("--lease-ttl", self.lease_ttl),
             ("--session-idle", self.session_idle),
             ("--tunnel-idle", self.tunnel_idle),
+            ("--keepalive-idle", self.keepalive_idle),
             ("--header-timeout", self.header_timeout),
             ("--connect-timeout", self.connect_timeout),
             ("--max-lease-ttl", self.max_lease_ttl),

@@ -1,5 +1,6 @@
 """HTTP/1.1 as the gateway speaks it to clients: the request head, the Basic credentials
-and the answers it writes itself. Pure: bytes in, values out, no I/O.
+and the answers it writes itself (where a body ends is `framing`). Pure: bytes in, values
+out, no I/O.
 
 Only what a forward proxy needs is parsed; anything else is a `BadRequest` with the
 status to answer (400 or 431), never an exception that escapes."""
@@ -13,7 +14,7 @@ from dataclasses import dataclass
 
 MAX_HEADERS = 100
 
-_TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+TOKEN = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
 _HOST_PORT = re.compile(r"(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9._-]{1,253}):([0-9]{1,5})")
 _ABSOLUTE = re.compile(r"http://([^/?#@\s]+)([^\s#]*)")
 _REASONS = {
@@ -60,6 +61,7 @@ class RequestHead:
     port: int
     headers: list[tuple[bytes, bytes]]
     """In order, names as sent."""
+    version: str = "HTTP/1.1"
 
     @property
     def is_connect(self) -> bool:
@@ -71,6 +73,13 @@ class RequestHead:
             if key.lower() == lower:
                 return value
         return None
+
+    @property
+    def keeps_alive(self) -> bool:
+        """Whether the client may send another request on this connection: HTTP/1.1
+        without `Connection: close`. HTTP/1.0 closes (its keep-alive extension is not
+        taken)."""
+        return self.version == "HTTP/1.1" and b"close" not in connection_tokens(self.headers)
 
     @property
     def authority(self) -> str:
@@ -88,7 +97,7 @@ def parse_head(head: bytes) -> RequestHead:
     raw_method, raw_target, version = parts
     if version not in (b"HTTP/1.1", b"HTTP/1.0"):
         raise BadRequest(400, "only HTTP/1.1 and HTTP/1.0 are spoken here")
-    if not _TOKEN.fullmatch(raw_method):
+    if not TOKEN.fullmatch(raw_method):
         raise BadRequest(400, "the method is not a token")
     try:
         target = raw_target.decode("ascii")
@@ -98,7 +107,7 @@ def parse_head(head: bytes) -> RequestHead:
     method = raw_method.decode()
     if method == "CONNECT":
         host, port = _authority(target)
-        return RequestHead(method, target, host, port, headers)
+        return RequestHead(method, target, host, port, headers, version.decode())
     m = _ABSOLUTE.fullmatch(target)
     if m is None:
         raise BadRequest(400, "a forward proxy takes CONNECT host:port or an absolute http:// URL")
@@ -109,7 +118,7 @@ def parse_head(head: bytes) -> RequestHead:
         host, port = _authority(f"{authority}:80")
     if not path.startswith(("/", "?")):
         raise BadRequest(400, "the URL's path must start with '/'")
-    return RequestHead(method, path, host, port, headers)
+    return RequestHead(method, path, host, port, headers, version.decode())
 
 
 def _authority(text: str) -> tuple[str, int]:
@@ -125,13 +134,44 @@ def _headers(lines: list[bytes]) -> list[tuple[bytes, bytes]]:
     out: list[tuple[bytes, bytes]] = []
     for line in lines:
         name, sep, value = line.partition(b":")
-        if not sep or not _TOKEN.fullmatch(name):
+        if not sep or not TOKEN.fullmatch(name):
             raise BadRequest(400, "a header line is not 'name: value'")
         value = value.strip(b" \t")
-        if any(c < 0x20 and c != 0x09 for c in value) or b"\x7f" in value:
+        if has_control(value):
             raise BadRequest(400, "a header value has a control character")
         out.append((name, value))
     return out
+
+
+def has_control(value: bytes) -> bool:
+    """A control character other than a tab (a header value may not carry one)."""
+    return any(c < 0x20 and c != 0x09 for c in value) or b"\x7f" in value
+
+
+def values_of(headers: list[tuple[bytes, bytes]], name: bytes) -> list[bytes]:
+    """Every value of the header `name` (lowercase), in order."""
+    return [value for key, value in headers if key.lower() == name]
+
+
+def list_items(values: list[bytes]) -> list[bytes]:
+    """The elements of a comma-separated list header, lowercased."""
+    return [item.strip().lower() for value in values for item in value.split(b",") if item.strip()]
+
+
+def connection_tokens(headers: list[tuple[bytes, bytes]]) -> frozenset[bytes]:
+    """The options of the Connection header fields (`close`, `keep-alive`, header names
+    that are hop-by-hop for this message), lowercased."""
+    return frozenset(list_items(values_of(headers, b"connection")))
+
+
+_FRAMING = frozenset({b"content-length", b"transfer-encoding"})
+
+
+def nominated(headers: list[tuple[bytes, bytes]]) -> frozenset[bytes]:
+    """The header names Connection makes hop-by-hop for this message (not forwarded),
+    except the framing headers: the gateway delimits the body by them, so the next hop
+    must see them too (or the rest of a body would read as another message)."""
+    return connection_tokens(headers) - _FRAMING
 
 
 def basic_credentials(value: bytes | None) -> tuple[str, str] | None:
