@@ -24,8 +24,8 @@ from tests.kvm.helpers import domain_active, kvm_provider, make_image
 from tests.provisioner.helpers import wait_until
 
 from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.messaging import Publisher, connect_nats, ensure_streams
-from proxyfleet.common.models import CreateIntent, Phase, Proxy
+from proxyfleet.common.messaging import connect_nats, ensure_streams
+from proxyfleet.common.models import Phase, Proxy
 from proxyfleet.common.providers_config import KvmHost
 from proxyfleet.common.store import ProxyRegistry, connect_redis
 from proxyfleet.devstack.servers import free_port
@@ -74,9 +74,7 @@ async def test_the_service_creates_traces_and_never_logs_secrets(
     argv = [SCRIPT, "--provider", "kvmproc", "--providers-config", str(config)]
     argv += ["--nats-url", nats_url, "--redis-url", redis_url, "--installation-id", "inst-proc"]
     argv += ["--metrics-port", str(port), "--log-level", "debug", "--log-format", "json"]
-    # ack-wait 30: under a loaded suite a redelivery while the first create still ran
-    # started a second create of the same proxy (the likely cause of earlier flakes)
-    argv += ["--libvirt-trace", "full", "--ack-wait", "30"]
+    argv += ["--libvirt-trace", "full"]
     proc = spawn(argv, log_path)
     nc = await connect_nats(nats_url, "kvm-process-test")
     proxy_id = "pkvmproc" + secrets.token_hex(3)
@@ -97,7 +95,7 @@ async def test_the_service_creates_traces_and_never_logs_secrets(
                 updated_at=now,
             )
         )
-        await Publisher(nc, SystemClock()).intent("kvmproc", CreateIntent(proxy_id=proxy_id))
+        # The create intent goes out through the store's outbox, relayed by the provisioner.
 
         async def started() -> bool:
             return await asyncio.to_thread(domain_active, libvirtd.uri, domain_name(proxy_id))

@@ -14,8 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from proxyfleet.common.messaging import Publisher
-from proxyfleet.common.models import CreateIntent, Phase
+from proxyfleet.common.models import Phase
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.devstack.servers import free_port
 from proxyfleet.provisioner_local import commands
@@ -106,7 +105,6 @@ async def ready(port: int) -> bool:
 async def test_kill_9_in_the_middle_of_a_create_then_restart(
     provisioner: tuple[Start, int],
     registry: ProxyRegistry,
-    publisher: Publisher,
     provider_name: str,
     proxy_state_dir: Path,
 ) -> None:
@@ -120,7 +118,7 @@ async def test_kill_9_in_the_middle_of_a_create_then_restart(
         marker = read_marker(folder.marker)
         return marker is not None and marker.pid > 0
 
-    await publisher.intent(provider_name, CreateIntent(proxy_id=proxy.id))
+    # its create intent goes out through the store's outbox (the provisioner relays it)
     await wait_until(engine_spawned, 10, "the proxy process to be spawned")
     first.kill()  # SIGKILL: no cleanup, the intent is neither acked nor NAKed
     first.wait(5)
