@@ -59,6 +59,11 @@ def test_every_key_of_the_issue_is_accepted() -> None:
         ("spot: false", "spot: false\n      colour: red", "colour"),
         ("project: my-project-123", "project: My_Project", "gcp.project: expected a GCP project"),
         ("credentials_file: /secrets/gcp/key.json", "anonymous: true", "gcp.anonymous: only with"),
+        (
+            "eu-2: europe-west1-c",
+            "eu-2: europe-west1-b",
+            "gcp.zones: eu-1 and eu-2 name the same GCE zone europe-west1-b",
+        ),
     ],
 )
 def test_mistakes_name_file_key_and_expectation(old: str, new: str, message: str) -> None:

@@ -103,6 +103,18 @@ def check_gcp(gcp: GcpSettings, zones: list[str], where: str) -> None:
         raise ConfigError(f"{where}.zones: no GCE zone for provider zone(s) {', '.join(missing)}")
     if extra := [z for z in gcp.zones if z not in zones]:
         raise ConfigError(f"{where}.zones: {', '.join(extra)} not among the provider's zones")
+    by_gce: dict[str, list[str]] = {}
+    for zone, gce_zone in gcp.zones.items():
+        by_gce.setdefault(gce_zone, []).append(zone)
+    if shared := {g: zs for g, zs in by_gce.items() if len(zs) > 1}:
+        # A create's failover tries the provider's other zones: one GCE zone under two
+        # names would be retried with the same request id, and grants by zone would
+        # tell apart proxies that are not apart.
+        gce_zone, names = next(iter(shared.items()))
+        raise ConfigError(
+            f"{where}.zones: {' and '.join(names)} name the same GCE zone {gce_zone};"
+            " give each provider zone its own"
+        )
     if not gcp.source_ranges:
         raise ConfigError(f"{where}.source_ranges: expected at least one network (CIDR)")
     try:
