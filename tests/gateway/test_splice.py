@@ -150,3 +150,19 @@ async def test_read_head_keeps_what_follows_and_bounds_the_head() -> None:
         writer.close()
     finally:
         server.close()
+
+
+async def test_read_head_drops_empty_lines_before_a_head() -> None:
+    """RFC 9112 2.2: a CRLF some clients send after a body is not a (bad) request."""
+    loop = asyncio.get_running_loop()
+    made: asyncio.Future[Side] = loop.create_future()
+    server = await loop.create_server(lambda: Side(on_made=made.set_result), "127.0.0.1", 0)
+    try:
+        _, writer = await asyncio.open_connection("127.0.0.1", server.sockets[0].getsockname()[1])
+        writer.write(b"\r\n\r\nGET http://a/ HTTP/1.1\r\nHost: a\r\n\r\n")
+        side = await asyncio.wait_for(made, 5)
+        head = await asyncio.wait_for(side.read_head(), 5)
+        assert head == b"GET http://a/ HTTP/1.1\r\nHost: a\r\n\r\n"
+        writer.close()
+    finally:
+        server.close()

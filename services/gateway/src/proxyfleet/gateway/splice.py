@@ -116,9 +116,13 @@ class Side(asyncio.Protocol):
     # ---- use ------------------------------------------------------------------------
 
     async def read_head(self) -> bytes:
-        """The next head (through the blank line); what follows stays buffered. Raises
-        HeadTooLarge, or IncompleteReadError when the connection ends first."""
+        """The next head (through the blank line); what follows stays buffered. Empty
+        lines before it are dropped (RFC 9112 2.2: some clients send a CRLF after a
+        body). Raises HeadTooLarge, or IncompleteReadError when the connection ends
+        first."""
         while True:
+            while self._buffer.startswith(b"\r\n"):
+                del self._buffer[:2]
             end = self._buffer.find(HEAD_END)
             if end >= 0:
                 head = bytes(self._buffer[: end + len(HEAD_END)])
