@@ -43,6 +43,7 @@ if signal.getsignal(signal.SIGINT) is signal.SIG_IGN:
 SLOW_MODULES = {
     # Tests that start processes, servers or VMs of their own, without a server fixture.
     "tests/api/test_api_cli.py",
+    "tests/api/test_api_footprint.py",
     "tests/gateway/test_gateway_settings.py",
     "tests/bench/test_health_fleet.py",
     "tests/client/test_client_generated.py",

@@ -53,7 +53,12 @@ class SystemController(Controller):
         return Health(status="ok")
 
     @get(
-        "/readyz", responses={503: ResponseSpec(data_container=Readiness, description="not ready")}
+        "/readyz",
+        responses={
+            503: ResponseSpec(
+                data_container=Readiness, description="not ready", generate_examples=False
+            )
+        },
     )
     async def readyz(self, state: State) -> Response[Readiness]:
         """Redis answers PING, NATS is connected and the outbox relay runs; else 503. The
