@@ -2,7 +2,10 @@
 
 Every reconcile interval the adopter marks the installation (a no-op unless the store
 was emptied: then this writes the new marker, whose `created_at` tells GC and this loop
-which resources outlived their entries), lists the provider's resources and registers
+which resources outlived their entries). Every adopt interval, and every pass while the
+marker is younger than that (a reset just happened: every replica and provider heals at
+once, whichever wrote the marker), it lists the provider's resources, which costs a call
+per VM on some providers, and registers
 again each one that survived a reset (`proxyfleet.common.adoption`): booting when its
 address is known, so health probes it and a good probe makes it ready; provisioning
 otherwise, so the runner's create adopts it and finds the address. An adopted proxy is
@@ -45,17 +48,24 @@ class Adopter:
         self._clock = clock
 
     async def run(self, stop: asyncio.Event) -> None:
-        """A pass at start, then one every reconcile_interval until `stop` is set."""
+        """A pass at start, then one every reconcile_interval until `stop` is set; the
+        provider is listed at the first, then as `adopt_interval` says."""
+        listed_at: float | None = None
         while not stop.is_set():
             try:
-                await self.adopt_once()
+                now = self._clock.now()
+                due = listed_at is None or now - listed_at >= self._settings.adopt_interval
+                if await self.adopt_once(list_due=due) is not None:
+                    listed_at = now
             except (StoreUnavailable, MessagingUnavailable, ProviderError) as exc:
                 log.warning("adopter.pass_failed", error=str(exc))
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(stop.wait(), self._settings.reconcile_interval)
 
-    async def adopt_once(self) -> int:
-        """Mark the installation, then register every survivor of a reset; how many."""
+    async def adopt_once(self, *, list_due: bool = True) -> int | None:
+        """Mark the installation, then register every survivor of a reset; how many.
+        Without `list_due` the provider is listed only while the marker is young (None:
+        it was not listed)."""
         installation = self._registry.installation
         marker = await installation.mark(self._installation_id)
         if marker.created:
@@ -67,6 +77,9 @@ class Adopter:
                 marker_installation_id=marker.installation_id,
             )
             return 0
+        young = self._clock.now() - marker.created_at < self._settings.adopt_interval
+        if not (list_due or young):
+            return None
         name = self._settings.provider
         listed = await timed_call(name, "list", self._provider.list_managed())
         ids = list(dict.fromkeys(r.proxy_id for r in listed))

@@ -40,6 +40,10 @@ class RunnerSettings:
     """Seconds one pull request waits for intents; also bounds how fast a stop is noticed."""
     reconcile_interval: float = option(10.0, env_aliases=("PROXYFLEET_RECONCILE_INTERVAL",))
     """Seconds between two passes of the reconciler over this provider's proxies."""
+    adopt_interval: float = option(60.0, env_aliases=("PROXYFLEET_ADOPT_INTERVAL",))
+    """Seconds between two listings of the provider's resources by the adopter (a call per
+    VM on some providers). The marker is still checked every reconcile interval, and while
+    it is younger than this (a store reset) every pass lists."""
     adopt_hold: float = 3600.0
     """Seconds a proxy adopted after a store reset waits before its first grant: a lease
     granted before the reset may still be in use until it would have expired. Keep it at
@@ -62,6 +66,7 @@ class RunnerSettings:
             "backoff_initial": self.backoff_initial,
             "fetch_timeout": self.fetch_timeout,
             "reconcile_interval": self.reconcile_interval,
+            "adopt_interval": self.adopt_interval,
         }
         for name, value in positive.items():
             if value <= 0:
