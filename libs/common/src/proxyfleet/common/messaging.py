@@ -85,9 +85,12 @@ async def connect_nats(url: str, name: str) -> NatsClient:
     async def on_reconnect() -> None:
         log.info("messaging.nats_reconnected", name=name)
 
+    # Several servers, comma-separated: the seeds of a cluster, tried in turn at connect
+    # (the client learns the others from whichever answers).
+    servers = [u.strip() for u in url.split(",") if u.strip()]
     try:
         await nc.connect(
-            url,
+            servers,
             name=name,
             max_reconnect_attempts=CONNECT_TRIES,
             reconnect_time_wait=0.5,  # type: ignore[arg-type]  # annotated int, used as float

@@ -49,7 +49,8 @@ LogLevel = Literal["debug", "info", "warning", "error"]
 @dataclass(frozen=True, slots=True)
 class CommonSettings:
     nats_url: str = option("nats://127.0.0.1:4222", env_aliases=("NATS_URL",))
-    """NATS server URL."""
+    """NATS server URL; several, comma-separated, for the seeds of a NATS cluster (one
+    that does not answer at start is skipped)."""
     redis_url: str = option("redis://127.0.0.1:6379/0", env_aliases=("REDIS_URL",))
     """Redis URL of the system of record."""
     installation_id: str = "dev"
