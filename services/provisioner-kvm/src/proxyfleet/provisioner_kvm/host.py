@@ -123,11 +123,17 @@ class HostSession:
         async with self._lock:
             if self._conn is conn:
                 await self._close_conn()
-                with contextlib.suppress(Exception):
-                    await self._connector.close()
 
     async def _close_conn(self) -> None:
+        """Close the connector (the SSH tunnel), then the libvirt connection. In that
+        order: the connection's last reference may be dropped later on any thread (a
+        volume or pool freed by a garbage collection), and its close then talks to the
+        far end; through a tunnel that this process's event loop serves, on the loop's
+        own thread, that would wait forever (the main thread was seen hung in
+        virStoragePoolFree). A closed tunnel fails that at once instead."""
         conn, self._conn = self._conn, None
+        with contextlib.suppress(Exception):
+            await self._connector.close()
         if conn is not None:
             with contextlib.suppress(Exception):
                 await self.calls.run("close", functools.partial(_collect_then_close, conn))
@@ -135,15 +141,11 @@ class HostSession:
     async def close(self) -> None:
         async with self._lock:
             await self._close_conn()
-            with contextlib.suppress(Exception):
-                await self._connector.close()
         self.calls.close()
 
 
 def _collect_then_close(conn: libvirt.virConnect) -> int:
-    """Close `conn` after a garbage collection on this (the libvirt) thread. Pools and
-    volumes caught in reference cycles hold the connection; freed by a later collection on
-    whatever thread allocates then, the last of them tears the connection down there (seen
-    once: the main thread hung in virStoragePoolFree right after a close)."""
+    """Close `conn` after a garbage collection on this (the libvirt) thread: pools and
+    volumes caught in reference cycles hold the connection, and are best freed here."""
     gc.collect()
     return int(conn.close())

@@ -8,7 +8,9 @@ socket is served by that loop, so a blocking call there would wait for itself.
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
+import traceback
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
@@ -99,7 +101,7 @@ class LibvirtCalls:
         loop = asyncio.get_running_loop()
         started = time.perf_counter()
         try:
-            result = await loop.run_in_executor(self._executor, fn)
+            result = await loop.run_in_executor(self._executor, functools.partial(_cleared, fn))
         except libvirt.libvirtError as exc:
             elapsed = time.perf_counter() - started
             error = translate(self.host, call, exc)
@@ -130,3 +132,14 @@ class LibvirtCalls:
 
     def close(self) -> None:
         self._executor.shutdown(wait=False, cancel_futures=True)
+
+
+def _cleared(fn: Callable[[], T]) -> T:
+    """`fn()` on the libvirt thread; when it fails, the locals of its finished frames (a
+    pool or volume looked up before the failing call) are cleared here: carried to the
+    event loop in the traceback, they would be freed there, by a garbage collection."""
+    try:
+        return fn()
+    except BaseException as exc:
+        traceback.clear_frames(exc.__traceback__)
+        raise
