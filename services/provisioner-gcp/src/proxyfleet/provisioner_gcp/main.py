@@ -10,16 +10,15 @@ from proxyfleet.common.host import Context
 from proxyfleet.common.host.spec import Run
 from proxyfleet.common.providers_config import ProviderConfig
 from proxyfleet.common.runner import provisioner_service
-from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.provisioner_gcp.adapter import ADDRESS_WAIT, GcpProvider
 from proxyfleet.provisioner_gcp.settings import GcpProvisionerSettings as Settings
 from proxyfleet.provisioner_gcp.watcher import PreemptionWatcher
 
 
-def make_provider(entry: ProviderConfig, common: CommonSettings, _: Settings) -> GcpProvider:
+def make_provider(entry: ProviderConfig, ctx: Context[Settings]) -> GcpProvider:
     assert entry.gcp is not None  # the config check requires the section for its type
-    return GcpProvider(entry.gcp, common.installation_id, entry.name)
+    return GcpProvider(entry.gcp, ctx.common.installation_id, entry.name)
 
 
 def adjust(entry: ProviderConfig, settings: Settings) -> Settings:

@@ -10,21 +10,20 @@ from proxyfleet.common.host import Context
 from proxyfleet.common.host.spec import Run
 from proxyfleet.common.providers_config import ProviderConfig
 from proxyfleet.common.runner import provisioner_service
-from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.provisioner_k8s.adapter import K8sProvider
 from proxyfleet.provisioner_k8s.settings import K8sProvisionerSettings as Settings
 from proxyfleet.provisioner_k8s.watcher import PodFailureWatcher
 
 
-def make_provider(entry: ProviderConfig, common: CommonSettings, settings: Settings) -> K8sProvider:
+def make_provider(entry: ProviderConfig, ctx: Context[Settings]) -> K8sProvider:
     assert entry.kubernetes is not None  # the config check requires the section for its type
     return K8sProvider(
         entry.kubernetes,
-        common.installation_id,
+        ctx.common.installation_id,
         entry.name,
         zones=entry.zones,
-        tuning=settings.tuning(),
+        tuning=ctx.settings.tuning(),
     )
 
 

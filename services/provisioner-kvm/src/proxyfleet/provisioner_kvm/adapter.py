@@ -1,10 +1,12 @@
 """The KVM provider: the Provider port over libvirt hosts reached through SSH tunnels.
 
 create: list the domains of the zone's hosts, adopt the proxy's domain where one of them
-has it or pick the host with the most room (`pure.host_choice`), make sure the base image
-is in its pool, add the VM's overlay and cloud-init seed, define and start the domain, wait
-for the guest's address. Every step first looks for what an earlier attempt left, so a
-retried or redelivered create adopts instead of duplicating.
+has it, else go to the host its pin names, else pick the host with the most room
+(`pure.host_choice`), make sure the base image is in its pool (one upload per host at a
+time, `coordination.UploadLocks`), pin the proxy to the host (`coordination.PlacementPins`),
+add the VM's overlay and cloud-init seed, define and start the domain, wait for the guest's
+address, drop the pin. Every step first looks for what an earlier attempt left, so a
+retried or redelivered create (on any replica) adopts instead of duplicating.
 """
 
 from __future__ import annotations
@@ -29,6 +31,12 @@ from proxyfleet.common.kvm_placement import ImageRef, resolve_image
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.models import ManagedResource, Provisioned, ProxySpec
 from proxyfleet.common.providers_config import KvmHost, KvmSettings
+from proxyfleet.provisioner_kvm.coordination import (
+    LocalPins,
+    LocalUploads,
+    PlacementPins,
+    UploadLocks,
+)
 from proxyfleet.provisioner_kvm.domains import Domains
 from proxyfleet.provisioner_kvm.host import Connector, HostSession, SshConnector
 from proxyfleet.provisioner_kvm.image_store import ImageStore
@@ -74,7 +82,11 @@ class KvmProvider:
         clock: Clock | None = None,
         address_poll_interval: float = 3.0,
         trace_full: bool = False,
+        pins: PlacementPins | None = None,
+        uploads: UploadLocks | None = None,
     ) -> None:
+        """`pins` and `uploads`: shared by every replica of the provider (the service passes
+        Redis ones); None keeps them in this process, enough for a lone provisioner."""
         silence_libvirt_stderr()
         self._settings = settings
         self._installation_id = installation_id
@@ -85,10 +97,11 @@ class KvmProvider:
             h.name: HostSession(h, connector_for(h), trace_full=trace_full) for h in settings.hosts
         }
         self._down = DownMarks(settings.host_retry_after)
-        self._pins: dict[str, str] = {}
-        """Proxy -> host this process began building its domain on, until the create
-        returns or the proxy is deleted: a redelivery while that host is down waits for it
-        instead of building a second domain elsewhere."""
+        self._pins = pins or LocalPins(self._clock)
+        """Proxy -> host a create began building its domain on, until a create returns or
+        the proxy is deleted: a redelivery while that host is down waits for it instead of
+        building a second domain elsewhere."""
+        self._uploads = uploads or LocalUploads()
         self._under_way: dict[str, str] = {}
         """Proxy -> host of the creates placed and running now (they count as load)."""
 
@@ -101,7 +114,7 @@ class KvmProvider:
             address = await self._create_on(session, adopt, spec)
         finally:
             self._under_way.pop(spec.proxy_id, None)
-        self._pins.pop(spec.proxy_id, None)
+        await self._unpin(spec.proxy_id)
         return Provisioned(
             resource_id=resource_id(session.host.name, spec.proxy_id),
             host=address,
@@ -145,7 +158,7 @@ class KvmProvider:
             if session is None:
                 raise PermanentProviderError(f"resource {resource_id}: no host named {host_name}")
             await self._remove(session, proxy_id)
-            self._pins.pop(proxy_id, None)
+            await self._unpin(proxy_id)
             return
         # No resource id (the create never finished): look on every host.
         errors = []
@@ -156,7 +169,7 @@ class KvmProvider:
                 errors.append(str(exc))
         if errors:
             raise TemporaryProviderError("; ".join(errors))
-        self._pins.pop(proxy_id, None)
+        await self._unpin(proxy_id)
 
     async def list_managed(self) -> list[ManagedResource]:
         """This installation's domains (by their metadata) on every reachable host. A host
@@ -206,15 +219,17 @@ class KvmProvider:
         zone = [s for s in self.sessions.values() if s.host.zone == spec.zone]
         if not zone:
             raise PermanentProviderError(f"no KVM host serves zone {spec.zone!r}")
+        pinned = await self._pins.get(spec.proxy_id)
+        pins = {spec.proxy_id: pinned} if pinned is not None else {}
         reports = await asyncio.gather(*(self._survey(s) for s in zone))
-        choice = choose_host(spec.proxy_id, spec.zone, reports, self._pins, self._under_way)
+        choice = choose_host(spec.proxy_id, spec.zone, reports, pins, self._under_way)
         if isinstance(choice, NoHost) and any(isinstance(r, Down) and r.held for r in reports):
             # Nothing fits without the hosts left out: try them now rather than wait out
             # their marks (a zone's only host, or the proxy's pinned one, may be back).
             reports = await asyncio.gather(
                 *(self._survey(s, earlier=r) for s, r in zip(zone, reports, strict=True))
             )
-            choice = choose_host(spec.proxy_id, spec.zone, reports, self._pins, self._under_way)
+            choice = choose_host(spec.proxy_id, spec.zone, reports, pins, self._under_way)
         if isinstance(choice, NoHost):
             error = PermanentProviderError if choice.permanent else TemporaryProviderError
             raise error(choice.message)
@@ -250,9 +265,12 @@ class KvmProvider:
     async def _build(self, session: HostSession, spec: ProxySpec, image: ImageRef) -> None:
         s, host, pool = self._settings, session.host, Pool(session)
         base_name = base_volume_name(image)
-        base = await pool.ensure_base(base_name, image.format, lambda: self._images.fetch(image))
-        # From here on this proxy has things of its own on the host (see `_pins`).
-        self._pins[spec.proxy_id] = host.name
+        base = await pool.ensure_base(
+            base_name, image.format, lambda: self._images.fetch(image), self._uploads
+        )
+        # From here on this proxy has things of its own on the host: pinned first (see
+        # `_pins`), so that no replica builds it elsewhere while this host is down.
+        await self._pins.put(spec.proxy_id, host.name)
         capacity = max(s.disk_gib * GIB, await pool.capacity_of(base_name))
         disk = await pool.ensure_overlay(
             overlay_volume_name(spec.proxy_id), capacity, base, image.format
@@ -311,6 +329,14 @@ class KvmProvider:
                     f"{self._settings.address_timeout:g} s (still booting?)"
                 )
             await asyncio.sleep(self._poll)
+
+    async def _unpin(self, proxy_id: str) -> None:
+        """Best effort: a pin left behind expires, and the domain it points to is found by
+        the listing first anyway."""
+        try:
+            await self._pins.drop(proxy_id)
+        except TemporaryProviderError as exc:
+            log.warning("kvm.unpin_failed", proxy_id=proxy_id, error=str(exc))
 
     async def _remove(self, session: HostSession, proxy_id: str) -> None:
         pool = Pool(session)

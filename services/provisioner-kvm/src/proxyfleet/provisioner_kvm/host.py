@@ -84,7 +84,8 @@ class HostSession:
 
     def volume_lock(self, volume: str) -> asyncio.Lock:
         """Serialises work on one volume of this host within this process (two creates
-        that both miss the image cache must not upload, or delete, the same base image)."""
+        that both miss the image cache must not upload, or delete, the same base image);
+        across replicas, `coordination.UploadLocks` does."""
         return self._volume_locks.setdefault(volume, asyncio.Lock())
 
     async def run(self, call: str, fn: Callable[[libvirt.virConnect], T], **ids: Any) -> T:

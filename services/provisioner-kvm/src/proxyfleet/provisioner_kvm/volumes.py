@@ -12,6 +12,7 @@ from typing import BinaryIO
 import libvirt
 
 from proxyfleet.common.logging import get_logger
+from proxyfleet.provisioner_kvm.coordination import Fence, UploadLocks
 from proxyfleet.provisioner_kvm.host import HostSession
 from proxyfleet.provisioner_kvm.libvirt_calls import Missing
 from proxyfleet.provisioner_kvm.metrics import IMAGE_CACHE, UPLOAD_BYTES
@@ -62,22 +63,41 @@ class Pool:
             volume=volume,
         )
 
-    async def ensure_base(self, volume: str, fmt: str, fetch: Callable[[], Awaitable[Path]]) -> str:
-        """The path of the cached base image `volume`; on a miss, `fetch()` gives the local
-        file and it is uploaded first."""
-        async with self._s.volume_lock(volume):
-            return await self._ensure_base(volume, fmt, fetch)
-
-    async def _ensure_base(
-        self, volume: str, fmt: str, fetch: Callable[[], Awaitable[Path]]
+    async def ensure_base(
+        self,
+        volume: str,
+        fmt: str,
+        fetch: Callable[[], Awaitable[Path]],
+        uploads: UploadLocks,
     ) -> str:
+        """The path of the cached base image `volume`; on a miss, `fetch()` gives the local
+        file and it is uploaded first. One upload of it at a time: the session's volume lock
+        within this process, `uploads` across replicas (the one that waited for another's
+        upload finds the base cached)."""
         host = self._s.host.name
+        async with self._s.volume_lock(volume):
+            if (path := await self._cached(volume)) is not None:
+                IMAGE_CACHE.labels(host, "hit").inc()
+                return path
+            IMAGE_CACHE.labels(host, "miss").inc()
+            async with uploads.hold(host, volume) as fence:
+                if (path := await self._cached(volume)) is not None:
+                    log.info("kvm.image_uploaded_by_another", host=host, volume=volume)
+                    return path
+                return await self._upload_base(volume, fmt, fetch, fence)
+
+    async def _cached(self, volume: str) -> str | None:
+        """The base volume's path when its upload finished (its marker exists)."""
         path = await self.path_of(volume)
         if path is not None and await self.path_of(volume + COMPLETE_SUFFIX) is not None:
-            IMAGE_CACHE.labels(host, "hit").inc()
             return path
-        IMAGE_CACHE.labels(host, "miss").inc()
-        if path is not None:
+        return None
+
+    async def _upload_base(
+        self, volume: str, fmt: str, fetch: Callable[[], Awaitable[Path]], fence: Fence
+    ) -> str:
+        host = self._s.host.name
+        if await self.path_of(volume) is not None:
             log.warning("kvm.image_upload_restarted", volume=volume)
             await self.delete(volume)
         local = await fetch()
@@ -85,6 +105,7 @@ class Pool:
         log.info("kvm.image_upload_started", host=host, volume=volume, bytes=size)
         with local.open("rb") as src:
             path = await self.upload(volume, base_volume_xml(volume, size, fmt), src, size)
+        await fence()  # never mark an upload another replica may be redoing
         marker = volume + COMPLETE_SUFFIX
         await self.upload(marker, seed_volume_xml(marker, 1), io.BytesIO(b"1"), 1)
         log.info("kvm.image_uploaded", host=host, volume=volume, bytes=size)

@@ -8,18 +8,15 @@ from proxyfleet.common.host import Context
 from proxyfleet.common.host.spec import Run
 from proxyfleet.common.providers_config import ProviderConfig
 from proxyfleet.common.runner import provisioner_service
-from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.provisioner_local.adapter import LocalProvider, local_options
 from proxyfleet.provisioner_local.settings import LocalProvisionerSettings
 from proxyfleet.provisioner_local.supervisor import Supervisor
 
 
-def make_provider(
-    entry: ProviderConfig, common: CommonSettings, _: LocalProvisionerSettings
-) -> LocalProvider:
+def make_provider(entry: ProviderConfig, ctx: Context[LocalProvisionerSettings]) -> LocalProvider:
     assert entry.local is not None  # the config check requires the section for its type
-    return LocalProvider(local_options(entry.local, common.installation_id))
+    return LocalProvider(local_options(entry.local, ctx.common.installation_id))
 
 
 def supervisor(

@@ -97,17 +97,18 @@ class ProvisionerRunner:
 def provisioner_service(
     provider_type: str,
     what: str,
-    make_provider: Callable[[ProviderConfig, CommonSettings, R], P],
+    make_provider: Callable[[ProviderConfig, Context[R]], P],
     settings: type[R] = RunnerSettings,  # type: ignore[assignment]
     adjust: Callable[[ProviderConfig, R], R] | None = None,
     components: Callable[[P, ProxyRegistry, Context[R]], dict[str, Run]] | None = None,
 ) -> Service[R]:
     """The provisioner `proxyfleet-provisioner-<provider_type>` for the service host; its
     proxies are `what` ("local processes"). `make_provider` builds the adapter from the
-    provider's config entry (inside the event loop); `adjust` may change the runner
-    settings from that entry before anything connects (raising ConfigError refuses);
-    `components` adds the adapter's own components beside the runner (the local
-    provider's supervisor, GCP's spot preemption watcher)."""
+    provider's config entry and the service's context (settings, clock, the open Redis
+    client: KVM's replicas share their placement pins there), inside the event loop;
+    `adjust` may change the runner settings from that entry before anything connects
+    (raising ConfigError refuses); `components` adds the adapter's own components beside
+    the runner (the local provider's supervisor, GCP's spot preemption watcher)."""
 
     def configure(common: CommonSettings, runner: R, providers: ProvidersConfig) -> R:
         entry = load_provider(common.providers_config, runner.provider, provider_type)
@@ -115,7 +116,7 @@ def provisioner_service(
         return adjust(entry, runner) if adjust else runner
 
     async def build(ctx: Context[R]) -> Parts:
-        provider = make_provider(ctx.providers.get(ctx.settings.provider), ctx.common, ctx.settings)
+        provider = make_provider(ctx.providers.get(ctx.settings.provider), ctx)
         registry = ProxyRegistry(ctx.redis, ctx.clock, namespace=ctx.common.namespace)
         runner = ProvisionerRunner(
             nc=ctx.nats,

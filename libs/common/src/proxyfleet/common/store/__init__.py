@@ -6,6 +6,7 @@ from proxyfleet.common.store.leases import GrantRequest, LeaseStore
 from proxyfleet.common.store.locks import Locks
 from proxyfleet.common.store.mux import LuaScript, ScriptMux
 from proxyfleet.common.store.outbox import Outbox, OutboxEntry
+from proxyfleet.common.store.pins import Pins
 from proxyfleet.common.store.registry import ProbeClaim, ProxyRegistry, TransitionResult
 from proxyfleet.common.store.scripts import connect_redis
 
@@ -20,6 +21,7 @@ __all__ = [
     "LuaScript",
     "Outbox",
     "OutboxEntry",
+    "Pins",
     "ProbeClaim",
     "ProxyRegistry",
     "ScriptMux",

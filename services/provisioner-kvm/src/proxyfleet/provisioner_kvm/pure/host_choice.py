@@ -4,9 +4,10 @@ hosts found, so every rule is tested without libvirt.
 The rules, in order:
 1. A host whose listing holds the proxy's domain: adopt it there (a retried or redelivered
    create never makes a second one).
-2. A host this process already started building the proxy on (`pins`): build there again
-   when it answers (what the earlier attempt left is reused); when it does not, wait for it
-   (a temporary error): it may hold the domain, and another host would get a duplicate.
+2. A host a create (of any replica, before a restart too) already started building the
+   proxy on (`pins`): build there again when it answers (what the earlier attempt left is
+   reused); when it does not, wait for it (a temporary error): it may hold the domain, and
+   another host would get a duplicate.
 3. Otherwise the answering host with the most free room (`max_proxies` minus the
    Proxyfleet domains it runs and the creates this process has placed on it and not seen
    through; a host without a limit has room without end), then the fewest proxies, then
@@ -83,9 +84,10 @@ def choose_host(
     under_way: Mapping[str, str] | None = None,
 ) -> Choice:
     """Where `proxy_id`'s domain is, or goes, among its zone's hosts (`reports`, one per
-    host). `pins` maps the proxies whose domain this process has started building, and not
-    seen through, to their host (rule 2); `under_way` the creates this process is placing
-    or building right now. Both count on their host in rule 3."""
+    host). `pins` maps proxies whose domain a create started building, and no create has
+    seen through, to their host (rule 2; the adapter passes this proxy's pin, read from the
+    pins every replica shares); `under_way` the creates this process is placing or building
+    right now. Both count on their host in rule 3."""
     ordered = sorted(reports, key=lambda r: r.name)
     answered = [r for r in ordered if isinstance(r, Answered)]
     down = [r for r in ordered if isinstance(r, Down)]
