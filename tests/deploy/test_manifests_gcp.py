@@ -59,6 +59,7 @@ def test_the_provisioner_runs_its_console_script_with_probes_as_non_root() -> No
     assert container["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
     assert dep["spec"]["template"]["spec"]["securityContext"]["runAsNonRoot"] is True
     assert dep["spec"]["template"]["spec"]["serviceAccountName"] == "provisioner-gcp"
+    assert dep["spec"]["replicas"] >= 2  # replicas are safe (docs/gcp-provider.md)
 
 
 def test_the_providers_patch_parses_and_keeps_the_base_local_provider() -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 import secrets
 from typing import Any
 
 import msgspec
+from google.cloud import compute_v1
 
 from proxyfleet.common.gcp_config import GcpSettings
 from proxyfleet.common.models import ProxySpec
@@ -52,3 +54,17 @@ def spec_for(
 
 def instances_of(fake: Any, proxy_id: str) -> list[dict[str, Any]]:
     return [i for i in fake.instances() if i["labels"].get("proxyfleet-proxy") == proxy_id]
+
+
+async def widen_by_hand(fake: Any) -> None:
+    """An operator opens the rule to the world (and the patch's operation lands)."""
+    compute_v1.FirewallsClient(**fake.client_kwargs()).patch_unary(
+        project=fake.project,
+        firewall=fake.firewalls()[0]["name"],
+        firewall_resource=compute_v1.Firewall(source_ranges=["0.0.0.0/0"]),
+    )
+    for _ in range(100):  # the test's own patch is an operation too
+        if fake.firewalls()[0]["sourceRanges"] == ["0.0.0.0/0"]:
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError("the hand-made patch did not land")

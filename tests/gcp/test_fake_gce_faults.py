@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 import requests
@@ -207,3 +208,15 @@ def test_a_method_the_fake_lacks_is_a_loud_501_not_a_404(fake_gce: FakeGce) -> N
     with pytest.raises(gexc.MethodNotImplemented, match="does not implement POST"):
         c.instances.stop_unary(project=fake_gce.project, zone=ZONE, instance="pf-x")
     assert fake_gce.calls["unimplemented"] == 1
+
+
+def test_a_held_call_is_carried_out_only_once_released(fake_gce: FakeGce) -> None:
+    c = clients(fake_gce)
+    hold = fake_gce.hold("instances.insert")
+    with ThreadPoolExecutor(1) as pool:
+        answer = pool.submit(insert, c, fake_gce, instance("pf-held"))
+        assert hold.wait_reached()
+        assert fake_gce.instances() == []  # arrived, not carried out
+        hold.release()
+        wait_done(c, fake_gce, answer.result(timeout=10))
+    assert [i["name"] for i in fake_gce.instances()] == ["pf-held"]

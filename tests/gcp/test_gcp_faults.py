@@ -5,14 +5,12 @@ Google's message on permanent errors, the firewall reconciled on content, the sw
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
-from google.cloud import compute_v1
 from tests.contract.provider_contract import new_proxy_id
-from tests.gcp.gcp_provider import instances_of, provider_for, spec_for
+from tests.gcp.gcp_provider import instances_of, provider_for, spec_for, widen_by_hand
 
 from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
 from proxyfleet.provisioner_gcp.adapter import GcpProvider
@@ -136,30 +134,22 @@ async def test_slow_operations_are_waited_on(fake_gce: Any, make: Make) -> None:
     assert fake_gce.calls.get("zoneOperations.wait", 0) >= 1
 
 
-def _firewall_client(fake: Any) -> compute_v1.FirewallsClient:
-    return compute_v1.FirewallsClient(**fake.client_kwargs())
-
-
 async def test_the_firewall_rule_is_corrected_when_its_content_differs(
     fake_gce: Any, make: Make
 ) -> None:
-    await make().create(spec_for(new_proxy_id(), INSTALLATION))
+    provider = make()
+    await provider.create(spec_for(new_proxy_id(), INSTALLATION))
     [rule] = fake_gce.firewalls()
     assert rule["sourceRanges"] == ["127.0.0.0/8"]
-    _firewall_client(fake_gce).patch_unary(
-        project=fake_gce.project,
-        firewall=rule["name"],
-        firewall_resource=compute_v1.Firewall(source_ranges=["0.0.0.0/0"]),
-    )
-    for _ in range(100):  # the test's own patch is an operation too
-        if fake_gce.firewalls()[0]["sourceRanges"] == ["0.0.0.0/0"]:
-            break
-        await asyncio.sleep(0.05)
-    await make().create(spec_for(new_proxy_id(), INSTALLATION))  # a restarted provisioner
+    await widen_by_hand(fake_gce)
+    await provider.create(spec_for(new_proxy_id(), INSTALLATION))  # checked after each create
     [rule] = fake_gce.firewalls()
     assert rule["sourceRanges"] == ["127.0.0.0/8"]
     assert rule["allowed"] == [{"IPProtocol": "tcp", "ports": ["3128"]}]
-    assert fake_gce.calls.get("firewalls.patch", 0) == 2  # ours and the test's
+    await widen_by_hand(fake_gce)  # the same edit again needs the same correction again
+    await make().create(spec_for(new_proxy_id(), INSTALLATION))  # a restarted provisioner
+    assert fake_gce.firewalls()[0]["sourceRanges"] == ["127.0.0.0/8"]
+    assert fake_gce.calls.get("firewalls.patch", 0) == 4  # ours and the test's, twice
 
 
 async def test_the_sweeper_reports_then_deletes_old_orphans(fake_gce: Any, make: Make) -> None:

@@ -30,7 +30,8 @@ rateLimitExceeded (403), RESOURCE_EXHAUSTED (429), UNAVAILABLE (503), forbidden 
 permission=), quotaExceeded (403 at once, quota=, limit=); operation errors
 ZONE_RESOURCE_POOL_EXHAUSTED(_WITH_DETAILS), QUOTA_EXCEEDED (quota=, limit=),
 CONCURRENT_OPERATIONS_QUOTA_EXCEEDED; slow (seconds=), delay (seconds=), dropped (the
-call lands, the connection closes unanswered). `fake.preempt(name)` reclaims a spot VM.
+call lands, the connection closes unanswered); `fake.hold(method)` holds the next call
+before it is carried out until the test releases it. `fake.preempt(name)` reclaims a spot VM.
 """
 
 from .fake import DEFAULT_ZONES, FakeGce

@@ -15,7 +15,7 @@ from .faults import Fault
 from .images_disks import DEFAULT_IMAGES, add_image
 from .instances import Instances
 from .routes import build_routes
-from .server import FakeServer
+from .server import FakeServer, Hold
 from .squid_boot import SquidBooter
 from .state import ComputeState, Settings
 
@@ -137,6 +137,13 @@ class FakeGce:
         quota= and limit=)."""
         with self.state.lock:
             return self.state.faults.add(method, fault, times, zone, params)
+
+    def hold(self, method: str, zone: str | None = None) -> Hold:
+        """The next call of `method` (in `zone` if given) waits, not yet carried out, until
+        `release()` (at most 30 s); `wait_reached()` says when it has arrived."""
+        hold = Hold()
+        self.inject(method, "hold", 1, zone, hold=hold)
+        return hold
 
     def clear_faults(self) -> None:
         with self.state.lock:

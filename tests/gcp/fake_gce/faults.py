@@ -19,10 +19,11 @@ OPERATION_FAULTS = frozenset(
     }
 )
 """The call is accepted (200, an operation); the operation ends DONE with this error code."""
-OTHER_FAULTS = frozenset({"slow", "dropped", "delay"})
+OTHER_FAULTS = frozenset({"slow", "dropped", "delay", "hold"})
 """`slow`: the operation runs `seconds` longer. `dropped`: the call lands and is recorded,
 then the connection closes without an answer (the client sees a connection error).
-`delay`: the answer comes `seconds` late (a client timeout shorter than that fires)."""
+`delay`: the answer comes `seconds` late (a client timeout shorter than that fires).
+`hold`: the call waits, not yet carried out, until the test releases it (`FakeGce.hold`)."""
 FAULTS = HTTP_FAULTS | OPERATION_FAULTS | OTHER_FAULTS
 
 

@@ -12,6 +12,7 @@ import logging
 import socket
 import threading
 import time
+from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
@@ -21,6 +22,30 @@ from .routes import Route, check_project, match
 from .state import ComputeState
 
 log = logging.getLogger(__name__)
+
+
+HOLD_LIMIT_S = 30.0
+"""A held call goes ahead by itself after this long (a test that forgot to release)."""
+
+
+@dataclass
+class Hold:
+    """One call held before it is carried out (a request still on its way to Google), so a
+    test can interleave other calls with it deterministically."""
+
+    reached: threading.Event = field(default_factory=threading.Event)
+    released: threading.Event = field(default_factory=threading.Event)
+
+    def wait_reached(self, timeout: float = 10.0) -> bool:
+        """True once the held call has arrived (blocking: run it in a thread)."""
+        return self.reached.wait(timeout)
+
+    def release(self) -> None:
+        self.released.set()
+
+    def block(self) -> None:
+        self.reached.set()
+        self.released.wait(HOLD_LIMIT_S)
 
 
 class FakeServer(ThreadingHTTPServer):
@@ -89,6 +114,8 @@ class _Handler(BaseHTTPRequestHandler):
         state = self.server.state
         try:
             fault = state.begin(route.method, params.get("zone"))
+            if fault is not None and fault.kind == "hold":
+                fault.params["hold"].block()
             check_project(state, route, params)
             try:
                 body = json.loads(raw) if raw else {}

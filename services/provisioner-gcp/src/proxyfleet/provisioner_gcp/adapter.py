@@ -2,8 +2,9 @@
 
 create: adopt the proxy's instance if one exists in any zone (a retried or redelivered
 create, a failover elsewhere); else make sure the firewall rule is right, insert the VM
-with a requestId derived from the proxy id and zone, wait for its operation, and return
-its ephemeral external IP. A zone without capacity moves an unpinned proxy to the next
+with a requestId derived from the proxy id and zone and wait for its operation; then read
+the rule again (another replica's sweeper may have deleted it meanwhile) and return the
+VM's ephemeral external IP. A zone without capacity moves an unpinned proxy to the next
 zone of the provider; the result then names that zone (`Provisioned.zone`), which the
 runner records for the proxy. Compute mutations in flight are bounded per replica.
 """
@@ -76,7 +77,13 @@ class GcpProvider:
         self._tags = sorted({tag, *settings.network_tags})
         self._in_flight = asyncio.Semaphore(settings.max_operations_in_flight)
         self.sweeper = Sweeper(
-            self.compute, settings, installation_id, provider, self.firewall, self._clock
+            self.compute,
+            settings,
+            installation_id,
+            provider,
+            self.firewall,
+            self._clock,
+            self.instances,
         )
 
     # ---- the Provider port ------------------------------------------------------------
@@ -91,6 +98,9 @@ class GcpProvider:
         else:
             await self.firewall.ensure()
             inst = await self._insert_somewhere(spec)
+        # Compute lists the VM now, so a sweep from here on keeps the rule (or puts it back);
+        # one on another replica may have taken it since `ensure` (adopting: the first try).
+        await self.firewall.verify()
         zone = landed_zone(spec.zone, inst.gce_zone, self._s.zones)
         if not zone and self._s.zones[spec.zone] != inst.gce_zone:
             log.warning("gcp.instance_in_unmapped_zone", proxy_id=spec.proxy_id, zone=inst.gce_zone)

@@ -70,6 +70,14 @@ def is_not_found(exc: BaseException) -> bool:
     return isinstance(exc, GcePermanentError) and exc.classified.kind is Kind.NOT_FOUND
 
 
+ALREADY_EXISTS = frozenset({"alreadyExists", "RESOURCE_ALREADY_EXISTS"})
+"""The call's reason, and the code of an operation that lost a race to the same name."""
+
+
+def is_already_exists(exc: BaseException) -> bool:
+    return isinstance(exc, GcePermanentError) and exc.classified.code in ALREADY_EXISTS
+
+
 def credentials_for(settings: GcpSettings) -> Credentials:
     """Anonymous (the test fake), a key file, or Application Default Credentials."""
     if settings.anonymous:

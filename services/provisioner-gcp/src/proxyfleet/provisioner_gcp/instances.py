@@ -15,7 +15,12 @@ from google.cloud import compute_v1
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.gcp_config import GcpSettings
 from proxyfleet.common.logging import get_logger
-from proxyfleet.provisioner_gcp.calls import Compute, GcePermanentError, is_not_found
+from proxyfleet.provisioner_gcp.calls import (
+    Compute,
+    GcePermanentError,
+    is_already_exists,
+    is_not_found,
+)
 from proxyfleet.provisioner_gcp.pure import names
 from proxyfleet.provisioner_gcp.pure.plans import FirewallRule, firewall_changes
 
@@ -109,7 +114,12 @@ class Instances:
 
 
 class Firewall:
-    """The one rule of this installation and provider, reconciled on its content."""
+    """The one rule of this installation and provider, reconciled on its content.
+
+    Every replica of the provider shares it, and any replica's sweeper may delete it while
+    no VM is listed: `ensure` (before an insert) checks it once per process, `verify`
+    (once the VM is listed) reads it afresh and puts it back if a sweep took it meanwhile.
+    """
 
     def __init__(self, compute: Compute, rule: FirewallRule, clock: Clock) -> None:
         self._c = compute
@@ -118,12 +128,9 @@ class Firewall:
         self._checked = False
         self._lock = asyncio.Lock()
         self.last_used = float("-inf")
-        """Clock time of the last ensure: the sweeper leaves a rule in use alone."""
-
-    def forget(self) -> None:
-        """Check again on the next ensure (the sweeper deleted it, or an operator might have
-        changed it)."""
-        self._checked = False
+        """Clock time of this replica's last ensure: its sweeper leaves the rule alone for
+        `sweep_min_age` after that (less churn; what keeps other replicas' VMs covered is
+        the sweeper's listings and `verify`)."""
 
     async def ensure(self) -> None:
         self.last_used = self._clock.now()
@@ -134,6 +141,16 @@ class Firewall:
                 await self._reconcile()
                 self._checked = True
 
+    async def verify(self) -> None:
+        """The rule read again (one firewalls.get) and mended like `ensure` does: another
+        replica's sweep may have deleted it since this replica's `ensure`, having listed
+        no VM before this one's insert landed."""
+        if firewall_changes(self.rule, await self.current()) is None:
+            return
+        async with self._lock:  # concurrent creates of this replica mend it once
+            await self._reconcile()
+            self._checked = True
+
     async def _reconcile(self) -> None:
         c, rule = self._c, self.rule
         have = await self.current()
@@ -141,35 +158,51 @@ class Firewall:
         if patch is None:
             return
         if have is None:
-            await c.mutate(
-                "firewalls.insert",
-                c.firewalls.insert_unary,
-                request=compute_v1.InsertFirewallRequest(
-                    project=c.project,
-                    firewall_resource=compute_v1.Firewall(rule.body()),
-                    request_id=names.request_id(rule.name, "firewall-insert"),
-                ),
-            )
-            log.info("gcp.firewall_created", firewall=rule.name, port=rule.port)
+            await self._insert()
             return
         if patch.pop("recreate", False):
             await self.delete()
             await self._reconcile()
             return
-        # Patch ids differ per content, so a later correction is not taken for this one.
-        await c.mutate(
-            "firewalls.patch",
-            c.firewalls.patch_unary,
-            request=compute_v1.PatchFirewallRequest(
-                project=c.project,
-                firewall=rule.name,
-                firewall_resource=compute_v1.Firewall(patch),
-                request_id=names.request_id(
-                    rule.name, "firewall-patch", repr(sorted(patch.items()))
+        # No requestId either: the same correction may be needed again after the next
+        # edit by hand, and a patch that lands twice changes nothing.
+        try:
+            await c.mutate(
+                "firewalls.patch",
+                c.firewalls.patch_unary,
+                request=compute_v1.PatchFirewallRequest(
+                    project=c.project,
+                    firewall=rule.name,
+                    firewall_resource=compute_v1.Firewall(patch),
                 ),
-            ),
-        )
+            )
+        except GcePermanentError as exc:
+            if not is_not_found(exc):
+                raise
+            await self._insert()  # a sweep on another replica deleted it meanwhile
+            return
         log.info("gcp.firewall_corrected", firewall=rule.name, fields=sorted(patch))
+
+    async def _insert(self) -> None:
+        """No requestId: the rule is made again after each sweep that deleted it, and a
+        fixed id would have Compute answer with the first insert's operation and make
+        nothing. The name keeps it single: `alreadyExists` means another replica (or this
+        one's sweeper) made it meanwhile."""
+        c, rule = self._c, self.rule
+        try:
+            await c.mutate(
+                "firewalls.insert",
+                c.firewalls.insert_unary,
+                request=compute_v1.InsertFirewallRequest(
+                    project=c.project, firewall_resource=compute_v1.Firewall(rule.body())
+                ),
+            )
+        except GcePermanentError as exc:
+            if not is_already_exists(exc):
+                raise
+            log.info("gcp.firewall_made_elsewhere", firewall=rule.name)
+            return
+        log.info("gcp.firewall_created", firewall=rule.name, port=rule.port)
 
     async def current(self) -> dict[str, Any] | None:
         c = self._c

@@ -1,10 +1,18 @@
 """Orphans no other proxy manager sweeps: disks and addresses carrying this installation's
 labels that no VM uses, and the firewall rule once no VM of the provider is left, deleted
 after `sweep_min_age` (`sweep_dry_run`: only reported). Run when GC asks for resources.
+
+The rule is shared by every replica of the provider, and a create on another replica may
+land at any moment: the VMs are listed again right before its delete (a create that landed
+since GC's listing keeps it) and right after (one that landed during the delete gets it
+back). A create whose insert is listed only after that re-reads the rule itself
+(`Firewall.verify`) and puts it back. A sweep that finds VMs checks their rule is there
+(one firewalls.get), so a failed put-back is mended within `sweep_interval`.
 """
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from google.cloud import compute_v1
@@ -20,6 +28,7 @@ from proxyfleet.provisioner_gcp.pure import names
 from proxyfleet.provisioner_gcp.pure.plans import Orphan, sweepable, timestamp
 
 log = get_logger("proxyfleet.gcp")
+ListInstances = Callable[[], Awaitable[list[InstanceView]]]
 
 
 class Sweeper:
@@ -31,8 +40,10 @@ class Sweeper:
         provider: str,
         firewall: Firewall,
         clock: Clock,
+        instances: ListInstances,
     ) -> None:
         self._c = compute
+        self._instances = instances
         self._s = settings
         self._filter = names.installation_filter(installation_id, provider)
         self._firewall = firewall
@@ -58,6 +69,9 @@ class Sweeper:
         if not instances and idle:  # no VM, and no create of this replica lately
             orphans += await self._firewall_orphan()
         due = sweepable(orphans, self._clock.now(), self._s.sweep_min_age)
+        if any(o.kind == "firewall" for o in due) and await self._instances():
+            log.info("gcp.firewall_kept", firewall=self._firewall.rule.name)
+            due = [o for o in due if o.kind != "firewall"]  # a create landed since
         dry = self._s.sweep_dry_run
         for o in due:
             SWEPT.labels(o.kind, str(dry).lower()).inc()
@@ -67,6 +81,8 @@ class Sweeper:
             log.info("gcp.orphan_deleted", kind=o.kind, name=o.name, scope=o.scope)
             await self._delete(o)
         self.last_report = due
+        if instances:  # last: a failure here must not hold up the orphans' deletes
+            await self._firewall.verify()
         return due
 
     async def _disks(self) -> list[Orphan]:
@@ -124,6 +140,9 @@ class Sweeper:
                 )
             else:
                 await self._firewall.delete()
+                if await self._instances():  # an insert landed while the rule went
+                    log.info("gcp.firewall_restored", firewall=self._firewall.rule.name)
+                    await self._firewall.verify()
         except GcePermanentError as exc:
             if not is_not_found(exc):
                 raise
