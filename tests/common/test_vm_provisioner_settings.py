@@ -11,6 +11,7 @@ from proxyfleet.provisioner_gcp.adapter import ADDRESS_WAIT
 from proxyfleet.provisioner_gcp.settings import GcpProvisionerSettings
 from proxyfleet.provisioner_kvm import main as kvm_main
 from proxyfleet.provisioner_kvm.settings import KvmProvisionerSettings
+from proxyfleet.provisioner_kvm.shared import UPLOAD_WAIT
 
 CONFIG = """
 providers:
@@ -50,6 +51,6 @@ def test_stale_after_covers_a_whole_create_and_a_redelivery() -> None:
     gcp = gcp_main.adjust(cfg.get("cloud"), GcpProvisionerSettings(provider="cloud"))
     assert gcp.stale_after == 200 + ADDRESS_WAIT + 5
     kvm = kvm_main.adjust(cfg.get("onprem"), KvmProvisionerSettings(provider="onprem"))
-    assert kvm.stale_after == 400 + 5
+    assert kvm.stale_after == UPLOAD_WAIT + 400 + 5  # another replica's upload, the guest
     longer = KvmProvisionerSettings(provider="onprem", stale_after=900)
     assert kvm_main.adjust(cfg.get("onprem"), longer).stale_after == 900  # never lowered

@@ -27,3 +27,11 @@ def children(pid: int) -> list[int]:
         if fields and fields[0] != "Z" and int(fields[1]) == pid:
             found.append(int(entry.name))
     return found
+
+
+def command_name(pid: int) -> str:
+    """The process's command name ("" once it is gone)."""
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""

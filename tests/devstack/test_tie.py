@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from tests.devstack.procs import alive
+from tests.devstack.procs import alive, command_name
 
 LAUNCHER = """
 import os, signal, subprocess, sys
@@ -33,7 +33,12 @@ def _orphan(mode: str) -> int:
     assert launcher.stdout is not None
     assert launcher.stdin is not None
     pid = int(launcher.stdout.readline())
-    assert alive(pid)
+    # setpriv asks for the signal, then execs the command: once the child is `sleep`,
+    # the request is made (a launcher killed before it would leave the child untied).
+    deadline = time.monotonic() + 10
+    while command_name(pid) != "sleep":
+        assert time.monotonic() < deadline, f"{pid} is {command_name(pid)!r}"
+        time.sleep(0.01)
     launcher.stdin.write("\n")
     launcher.stdin.flush()
     assert launcher.wait(10) == -signal.SIGKILL

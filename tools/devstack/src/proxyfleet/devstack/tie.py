@@ -13,6 +13,7 @@ import shutil
 def tied(argv: list[str]) -> list[str]:
     """`argv` run so that it gets SIGTERM when the calling thread ends (call it on the
     thread that lives as long as the launcher, its main one); `argv` itself where there is
-    no setpriv (not Linux, or no util-linux)."""
+    no setpriv (not Linux, or no util-linux). A launcher killed in the instant between
+    setpriv's start and its request leaves that child untied."""
     setpriv = shutil.which("setpriv")
     return [setpriv, "--pdeathsig", "TERM", "--", *argv] if setpriv else argv
