@@ -30,7 +30,7 @@ providers:
       hosts:
         - name: hv1
           zone: rack-a
-          ssh_address: 10.0.0.5
+          ssh_address: 127.0.0.1
           ssh_key_file: /secrets/kvm/id_ed25519
           host_key: ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIB
       images:

@@ -7,6 +7,7 @@ and bounded, never rewritten."""
 from __future__ import annotations
 
 import re
+from abc import ABC, abstractmethod
 from dataclasses import dataclass
 
 from proxyfleet.gateway import wire
@@ -28,17 +29,17 @@ class BadFraming(ValueError):
     502 (once its head went out, the connection is cut)."""
 
 
-class Body:
+class Body(ABC):
     """A message body being relayed: `feed` it what arrives, in order; it says how much of
     that is the body's, and when the body is complete (`done`). Length, Chunked and
     UntilClose are the three ways a body ends."""
 
     done = False
 
+    @abstractmethod
     def feed(self, data: bytes) -> int:
         """How many bytes at the start of `data` belong to the body: all of them until it
         is done; what follows is the next message's. Raises BadFraming."""
-        raise NotImplementedError
 
     def at_eof(self) -> bool:
         """Whether the body is complete if its connection ends now."""
