@@ -21,9 +21,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
-import secrets
-import socket
 from dataclasses import dataclass
 
 import stamina
@@ -36,6 +33,7 @@ from proxyfleet.common.errors import MessagingUnavailable, StoreUnavailable
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.messaging import messaging_outage
 from proxyfleet.common.metrics import RETRIES
+from proxyfleet.common.replica import replica_name
 from proxyfleet.common.store.outbox import Backlog, Outbox, OutboxEntry
 
 log = get_logger("proxyfleet.relay")
@@ -91,11 +89,6 @@ class _Disconnected(Exception):
     """NATS is not connected: wait for the reconnect rather than buffer (not retried)."""
 
 
-def consumer_name(service: str) -> str:
-    """Unique per process: a restarted replica does not inherit a dead one's pending."""
-    return f"{service}-{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
-
-
 class OutboxRelay:
     def __init__(
         self,
@@ -113,7 +106,7 @@ class OutboxRelay:
         self._next_backlog = 0.0
         self._next_warning = 0.0
         self._waiting = False
-        self.consumer = consumer_name(service)
+        self.consumer = replica_name(service)
         self._store_ok = False
         self._next_claim = 0.0
         self._claim_from = "0-0"

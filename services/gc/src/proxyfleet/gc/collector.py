@@ -20,9 +20,10 @@ from proxyfleet.common.errors import StoreUnavailable
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.messaging import Publisher
 from proxyfleet.common.models import ResourceList
+from proxyfleet.common.replica import replica_name
 from proxyfleet.common.store import InstallationMarker, ProxyRegistry
 from proxyfleet.gc import metrics
-from proxyfleet.gc.lead import Leadership, replica_token
+from proxyfleet.gc.lead import Leadership
 from proxyfleet.gc.plan import Deletion, Refusal, plan_deletions, refusal
 from proxyfleet.gc.report import ProviderRound, RoundReport, SkipCause
 from proxyfleet.gc.settings import GcSettings
@@ -78,7 +79,7 @@ class Collector:
         self._started_at = clock.now()
         self._answered: set[str] = set()
         """Providers that answered a resources request at least once."""
-        self._lead = Leadership(registry.locks, replica or replica_token(), settings.lock_ttl)
+        self._lead = Leadership(registry.locks, replica or replica_name("gc"), settings.lock_ttl)
 
     @property
     def leads(self) -> frozenset[str]:

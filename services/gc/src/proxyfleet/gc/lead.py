@@ -9,17 +9,7 @@ request timeout keeps the lock with the replica that runs the rounds."""
 
 from __future__ import annotations
 
-import os
-import secrets
-import socket
-
 from proxyfleet.common.store import Locks
-
-
-def replica_token() -> str:
-    """Unique per process (a restarted replica never holds its predecessor's locks), and
-    names the pod in logs (its hostname)."""
-    return f"gc-{socket.gethostname()}-{os.getpid()}-{secrets.token_hex(3)}"
 
 
 def lock_name(provider: str) -> str:

@@ -8,14 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import os
 import secrets
-import socket
 import time
 from collections.abc import AsyncIterator, Iterator
 
 from proxyfleet.common.errors import StoreUnavailable, TemporaryProviderError
 from proxyfleet.common.logging import get_logger
+from proxyfleet.common.replica import replica_name
 from proxyfleet.common.store import Locks, Pins
 from proxyfleet.provisioner_kvm.coordination import PIN_TTL, Fence
 
@@ -35,12 +34,6 @@ def _store_errors(what: str) -> Iterator[None]:
         yield
     except StoreUnavailable as exc:
         raise TemporaryProviderError(f"{what}: {exc}", exc.retry_after) from None
-
-
-def replica_token() -> str:
-    """Unique per process (a restarted replica never holds its predecessor's locks); names
-    the pod in logs (its hostname)."""
-    return f"kvm-{socket.gethostname()}-{os.getpid()}"
 
 
 class SharedPins:
@@ -79,7 +72,7 @@ class SharedUploads:
     ) -> None:
         self._locks = locks
         self._provider = provider
-        self._token = token or replica_token()
+        self._token = token or replica_name("kvm")
         self._ttl = ttl
         self._wait = wait
         self._poll = poll

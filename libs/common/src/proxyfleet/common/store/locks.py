@@ -14,7 +14,7 @@ from proxyfleet.common.store.outage import translates_outages
 from proxyfleet.common.store.scripts import Scripts
 
 
-def _ms(ttl: float) -> int:
+def px(ttl: float) -> int:
     """Redis' PX is whole milliseconds; at least one (0 would be an error)."""
     return max(1, round(ttl * 1000))
 
@@ -34,7 +34,7 @@ class Locks:
         seconds. Returns the holder of each name, in order (`token` where it is ours)."""
         if not names:
             return []
-        got = await self._scripts.call("lock_acquire", token, _ms(ttl), *names)
+        got = await self._scripts.call("lock_acquire", token, px(ttl), *names)
         return [str(h) for h in cast(list[str], got)]
 
     async def renew(self, names: Collection[str], token: str, ttl: float) -> set[str]:
@@ -43,7 +43,7 @@ class Locks:
         its holder's work must start over with acquire."""
         if not names:
             return set()
-        got = await self._scripts.call("lock_renew", token, _ms(ttl), *names)
+        got = await self._scripts.call("lock_renew", token, px(ttl), *names)
         return {str(n) for n in cast(list[str], got)}
 
     async def release(self, names: Collection[str], token: str) -> set[str]:

@@ -9,12 +9,8 @@ from typing import cast
 
 import redis.asyncio as aioredis
 
+from proxyfleet.common.store.locks import px
 from proxyfleet.common.store.outage import translates_outages
-
-
-def _ms(ttl: float) -> int:
-    """Redis' PX is whole milliseconds; at least one (0 would be an error)."""
-    return max(1, round(ttl * 1000))
 
 
 @translates_outages
@@ -32,7 +28,7 @@ class Pins:
 
     async def put(self, name: str, value: str, ttl: float) -> None:
         """Pin `value` to `name` for `ttl` seconds from now (replacing an earlier pin)."""
-        await self._redis.set(self.key(name), value, px=_ms(ttl))
+        await self._redis.set(self.key(name), value, px=px(ttl))
 
     async def drop(self, name: str) -> None:
         await self._redis.delete(self.key(name))
