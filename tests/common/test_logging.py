@@ -1,6 +1,9 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -23,3 +26,19 @@ def test_secret_keys_never_printed(capsys: pytest.CaptureFixture[str]) -> None:
     assert line["user_data"] == "***"
     assert line["url"] == "http://***:***@h:1"
     assert line["service"] == "test"
+
+
+def test_a_stdout_pipe_without_reader_turns_the_output_off_instead_of_raising(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A SIGKILLed dev launcher leaves its services' pipe without a reader: their logging
+    must go on (quietly) so that they still stop on the SIGTERM that follows."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    with os.fdopen(write_end, "w", buffering=1) as orphaned:
+        monkeypatch.setattr(sys, "stdout", orphaned)
+        configure_logging("test", "info", "json")
+        log = get_logger("t")
+        log.info("first")  # EPIPE: from here on the descriptor is /dev/null
+        log.info("second")
+        assert Path(f"/proc/self/fd/{write_end}").resolve() == Path(os.devnull)

@@ -21,7 +21,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from tests.devstack.procs import alive, children
+from tests.devstack.procs import alive, children, command_name
 
 from proxyfleet.devstack.banner import cli_command, cli_copy_paste
 from proxyfleet.devstack.stack import stop_local_proxies
@@ -144,7 +144,8 @@ def test_a_sigkilled_make_run_leaves_no_service_or_server_running() -> None:
         proc.wait()
         deadline = time.monotonic() + 30
         while running := [pid for pid in started if alive(pid)]:
-            assert time.monotonic() < deadline, f"still running 30 s after: {running}"
+            names = {pid: command_name(pid) for pid in running}
+            assert time.monotonic() < deadline, f"still running 30 s after: {names}"
             time.sleep(0.1)
     finally:
         for pid in filter(alive, started):  # what the launcher started, each in its session

@@ -4,6 +4,7 @@ masked and credentials inside URLs are cut out, whatever the caller passes."""
 from __future__ import annotations
 
 import logging
+import os
 import re
 import sys
 from collections.abc import MutableMapping
@@ -45,13 +46,38 @@ def redact(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> MutableMapp
 
 class _CurrentStdout:
     """Whatever sys.stdout is at each write. Cached loggers must not keep the stream that was
-    current when logging was configured: a test harness may close it afterwards."""
+    current when logging was configured: a test harness may close it afterwards.
+
+    A pipe whose reader is gone (a dev launcher SIGKILLed) makes every write fail with
+    EPIPE; a log line must not stop a service from stopping, so the output is dropped from
+    then on (decision 118)."""
 
     def write(self, text: str) -> int:
-        return sys.stdout.write(text)
+        try:
+            return sys.stdout.write(text)
+        except BrokenPipeError:
+            _stdout_to_devnull()
+            return len(text)
 
     def flush(self) -> None:
-        sys.stdout.flush()
+        try:
+            sys.stdout.flush()
+        except BrokenPipeError:
+            _stdout_to_devnull()
+
+
+def _stdout_to_devnull() -> None:
+    """What Python's docs advise on EPIPE: the descriptor points at /dev/null, so what is
+    still buffered, later lines and the flush at exit go nowhere instead of raising."""
+    try:
+        fd = sys.stdout.fileno()
+    except (OSError, ValueError):  # not a real file (a test's capture): nothing to redirect
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, fd)
+    finally:
+        os.close(devnull)
 
 
 def configure_logging(service: str, level: str = "info", fmt: str = "json") -> None:

@@ -111,9 +111,10 @@ async def serve(
     loop = asyncio.get_running_loop()
 
     def on_signal(sig: signal.Signals) -> None:
-        if not stop.is_set():
+        first = not stop.is_set()
+        stop.set()  # before the log line: nothing it raises may keep the service running
+        if first:
             log.info("service.stopping", service=service.name, signal=sig.name)
-        stop.set()
 
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, on_signal, sig)
