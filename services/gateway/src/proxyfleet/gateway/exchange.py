@@ -7,6 +7,7 @@ is left says whether each may carry another request."""
 from __future__ import annotations
 
 import asyncio
+import time
 
 from proxyfleet.gateway import framing, wire
 from proxyfleet.gateway.framing import BadFraming, Body
@@ -64,8 +65,10 @@ class Exchange:
 
         client.watch = check
         interim = False
+        pushing: _UploadDeadline | None = None
         try:
-            async with asyncio.timeout(within):
+            async with asyncio.timeout(within) as wait:
+                pushing = _UploadDeadline(wait, within, client)
                 while True:
                     raw = await upstream.read_head()
                     resp = framing.parse_response(raw)
@@ -85,6 +88,8 @@ class Exchange:
             raise NoResponse(str(exc), silent=False) from None
         finally:
             client.watch = None
+            if pushing is not None:
+                pushing.cancel()
 
     async def relay(self, body: Body, head: bytes) -> None:
         """`head` to the client, then the response body until it is complete. Raises
@@ -109,3 +114,28 @@ class Exchange:
             upstream.abort()
             client.abort()
             raise Cut(upstream.broken or client.broken or "the client left")
+
+
+class _UploadDeadline:
+    """While a request body still comes in, the wait for the answer ends `within` after
+    its latest bytes rather than after the head: an upstream cannot be expected to answer
+    an upload it is still receiving, and a client that stops sending still meets the
+    deadline. Looked at every second (or a quarter of `within`) until cancelled."""
+
+    def __init__(self, wait: asyncio.Timeout, within: float, client: Side) -> None:
+        self._wait = wait
+        self._within = within
+        self._client = client
+        self._every = min(1.0, within / 4)  # well before the deadline it moves
+        self._loop = asyncio.get_running_loop()
+        self._handle = self._loop.call_later(self._every, self._push)
+
+    def _push(self) -> None:
+        if not self._client.metering:
+            return  # the body is in: the deadline set last stands
+        quiet = time.monotonic() - self._client.last_active
+        self._wait.reschedule(self._loop.time() + self._within - quiet)
+        self._handle = self._loop.call_later(self._every, self._push)
+
+    def cancel(self) -> None:
+        self._handle.cancel()
