@@ -19,6 +19,7 @@ from nats.aio.msg import Msg
 
 from proxyfleet.api.container import Services
 from proxyfleet.api.feed.stream import event_streams_of
+from proxyfleet.api.head import with_head
 from proxyfleet.api.settings import ApiSettings
 from proxyfleet.common.clock import ManualClock
 from proxyfleet.common.models import Event, Phase, Proxy
@@ -109,10 +110,16 @@ ApiFactory = Callable[..., Awaitable[Api]]
 
 
 async def serve(app: Litestar) -> tuple[str, Callable[[], Awaitable[None]]]:
-    """Serve `app` with uvicorn on a free port in this loop; returns (url, stop)."""
+    """Serve `app` with uvicorn on a free port in this loop, as HttpServer does (HEAD
+    included); returns (url, stop)."""
     port = free_port()
     config = uvicorn.Config(
-        app, host="127.0.0.1", port=port, log_level="warning", access_log=False, lifespan="on"
+        with_head(app),
+        host="127.0.0.1",
+        port=port,
+        log_level="warning",
+        access_log=False,
+        lifespan="on",
     )
     server = uvicorn.Server(config)
     task = asyncio.create_task(server.serve())

@@ -11,6 +11,7 @@ import uvicorn
 from litestar import Litestar
 
 from proxyfleet.api.feed.stream import event_streams_of
+from proxyfleet.api.head import with_head
 from proxyfleet.api.settings import ApiSettings
 
 
@@ -26,7 +27,7 @@ class HttpServer:
 
     def __init__(self, app: Litestar, settings: ApiSettings) -> None:
         config = uvicorn.Config(
-            app,
+            with_head(app),
             host=settings.host,
             port=settings.port,
             loop="uvloop",
