@@ -240,6 +240,19 @@ class Fleet:
         with redis.Redis.from_url(self.redis.url, socket_timeout=2) as r:
             return int(r.xlen(f"{NAMESPACE}:outbox"))
 
+    def outbox_mark(self) -> str:
+        """The id of the newest entry in the outbox ("0-0" when it is empty: everything
+        written so far is published)."""
+        with redis.Redis.from_url(self.redis.url, socket_timeout=2) as r:
+            newest = r.xrevrange(f"{NAMESPACE}:outbox", count=1)
+            return newest[0][0].decode() if newest else "0-0"
+
+    def outbox_holds_up_to(self, mark: str) -> bool:
+        """Whether an entry written at or before `mark` is still in the outbox (unpublished
+        or not yet acked by JetStream)."""
+        with redis.Redis.from_url(self.redis.url, socket_timeout=2) as r:
+            return bool(r.xrange(f"{NAMESPACE}:outbox", "-", mark, count=1))
+
     def resources(self) -> dict[str, int]:
         """Live proxy processes per proxy id the local provider has a folder for."""
         ids = [p.name for p in self.state_dir.iterdir()] if self.state_dir.exists() else []

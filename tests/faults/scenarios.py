@@ -138,12 +138,16 @@ def run_one(fleet: Fleet, name: str, inject: Inject, plan: Plan, seen: set[Findi
         time.time(),
         w.redis_reset_at,
     )
+    reset = w.redis_reset_at
+    # The registry first, then the stream once every entry written up to that read is
+    # published: a transition made between the two reads (a delete finishing) is then on
+    # both sides or on neither, never in the registry alone.
+    registry = {} if reset else {i: p["gen"] for i, p in fleet.registry().items()}
+    published(fleet, w, fleet.outbox_mark())
     # Events of this run's window (its leases), and the whole stream for the chains.
     events = fleet.events()
     recent = [e for e in events if e.time >= w.start - plan.warm - 1]
-    reset = w.redis_reset_at
     chains = [e for e in events if reset is None or e.time < reset]
-    registry = {} if reset else {i: p["gen"] for i, p in fleet.registry().items()}
     verdict.findings += w.findings
     verdict.findings += check_client_holds(load.leases)
     verdict.findings += check_dead_grants(load.leases, w.dead)
@@ -175,6 +179,18 @@ def settle(fleet: Fleet, w: Window) -> None:
                 return
         time.sleep(0.2)
     w.findings.append(Finding("outbox_stuck", f"{fleet.outbox_len()} entries after {SETTLE}s"))
+
+
+def published(fleet: Fleet, w: Window, mark: str) -> None:
+    """Wait until the outbox holds no entry written up to `mark` (each one published to
+    JetStream and acked), so the stream read next has them all."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < SETTLE:
+        with contextlib.suppress(redis.RedisError):
+            if not fleet.outbox_holds_up_to(mark):
+                return
+        time.sleep(0.1)
+    w.findings.append(Finding("outbox_stuck", f"entries up to {mark} after {SETTLE}s"))
 
 
 # ---- the faults ----------------------------------------------------------------------------

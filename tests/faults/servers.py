@@ -36,7 +36,11 @@ class Restartable:
     log: Path
     port: int = field(default_factory=free_port)
     persist: bool = True
-    """Redis: append-only file on (as deploy/ runs it) or nothing kept."""
+    """Redis: append-only file on, fsynced before each answer, or nothing kept. Not
+    `everysec` (what deploy/ runs): while a background fsync is slow (the junk this suite
+    loads to see LOADING), that policy answers writes it has not written yet for up to 2 s,
+    which a kill -9 then loses (docs/operations.md). The suite checks that Proxyfleet loses
+    nothing Redis acknowledged, so it runs the policy under which Redis loses nothing."""
     proc: subprocess.Popen[bytes] | None = None
 
     @property
@@ -51,7 +55,8 @@ class Restartable:
         return [
             redis_server_binary(),
             *("--port", str(self.port), "--bind", "127.0.0.1", "--save", ""),
-            *("--appendonly", aof, "--dir", str(self.data_dir), "--daemonize", "no"),
+            *("--appendonly", aof, "--appendfsync", "always"),
+            *("--dir", str(self.data_dir), "--daemonize", "no"),
         ]
 
     def start(self) -> None:
