@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+from typing import Any
+
+import redis.asyncio as aioredis
+
 from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.models import Phase, Proxy
+from proxyfleet.common.messaging import event_decoder
+from proxyfleet.common.models import Event, Phase, Proxy
 from proxyfleet.common.store import ProxyRegistry
 
 
@@ -28,3 +33,11 @@ async def make_ready(registry: ProxyRegistry, proxy: Proxy) -> None:
     await registry.transition(proxy.id, Phase.PROVISIONING)
     await registry.transition(proxy.id, Phase.BOOTING, host="127.0.0.1", port=3128)
     await registry.transition(proxy.id, Phase.READY, last_ok_at=proxy.created_at)
+
+
+async def outbox_events(redis_client: aioredis.Redis) -> list[Event]:
+    """The events waiting in the outbox, oldest first."""
+    rows: Any = await redis_client.xrange("pf:outbox")
+    return [
+        event_decoder.decode(f["d"]) for _, f in rows if f["s"].startswith("proxyfleet.events.")
+    ]

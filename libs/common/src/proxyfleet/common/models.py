@@ -20,6 +20,19 @@ class Phase(enum.StrEnum):
     FAILED = "failed"
 
 
+class Withheld(enum.StrEnum):
+    """Why a proxy is kept out of grants whatever its phase (the store's `avail_add` never
+    makes a withheld proxy grantable)."""
+
+    NO = ""
+    DRAINING = "draining"
+    """Its pool recycles it, scales down or is deleted: leases run to their end (or to
+    the pool's drain timeout), then the pool deletes it."""
+    QUARANTINED = "quarantined"
+    """Set aside for inspection (an admin, or its pool's quarantine rule): never granted,
+    never deleted by its pool; an admin releases or deletes it."""
+
+
 class LeaseOutcome(enum.StrEnum):
     OK = "ok"
     BLOCKED = "blocked"
@@ -58,6 +71,11 @@ class Proxy(msgspec.Struct, kw_only=True):
     last_probe_error: str = ""
     latency_ms: float = 0.0
     egress_ip: str = ""
+    pool: str = ""
+    """The pool it belongs to ("" for a one-off proxy); also its `proxyfleet-pool` label."""
+    withheld: Withheld = Withheld.NO
+    withheld_reason: str = ""
+    withheld_at: float = 0.0
 
     def url(self, with_credentials: bool = True) -> str:
         if with_credentials:
@@ -120,6 +138,20 @@ class EventType(enum.StrEnum):
     LEASE_RELEASED = "lease.released"
     LEASE_EXPIRED = "lease.expired"
     LEASE_REVOKED = "lease.revoked"
+    PROXY_DRAINED = "proxy.drained"
+    """Taken out of rotation by its pool (`reason`: recycled, scaled down, pool deleted)."""
+    PROXY_QUARANTINED = "proxy.quarantined"
+    PROXY_UNQUARANTINED = "proxy.unquarantined"
+    POOL_APPLIED = "pool.applied"
+    """A pool declared or its spec changed (`gen`, `owner`)."""
+    POOL_SCALED = "pool.scaled"
+    """Its desired size changed (`size`, `from_size`, `reason`)."""
+    POOL_RECYCLING = "pool.recycling"
+    """Members passed max_age: a recycle began (`reason`)."""
+    POOL_CONDITION = "pool.condition"
+    """A condition of its status changed (`condition`, `status`, `reason`, `message`)."""
+    POOL_DELETING = "pool.deleting"
+    POOL_DELETED = "pool.deleted"
 
     @classmethod
     def of_phase(cls, phase: Phase) -> EventType:
@@ -136,6 +168,8 @@ class EventData(msgspec.Struct, kw_only=True, omit_defaults=True):
     `by` (the token that made the call, the owner's or an admin's; absent for an expiry or
     a revocation); granted: `holder`, `target`, `expires_at`; renewed: `expires_at`;
     reported: `outcome`, `target`; revoked: `reason`.
+    proxy.drained, proxy.quarantined: `reason` (and `by` when an admin acted);
+    pool.*: see EventType.
     """
 
     from_: str | None = msgspec.field(default=None, name="from")
@@ -150,6 +184,13 @@ class EventData(msgspec.Struct, kw_only=True, omit_defaults=True):
     outcome: LeaseOutcome | None = None
     client: str | None = None
     by: str | None = None
+    size: int | None = None
+    from_size: int | None = None
+    owner: str | None = None
+    condition: str | None = None
+    status: bool | None = None
+    message: str | None = None
+    keep_proxies: bool | None = None
 
 
 class Event(msgspec.Struct, kw_only=True):
@@ -163,6 +204,9 @@ class Event(msgspec.Struct, kw_only=True):
     schema_version: int = SCHEMA_VERSION
     lease_id: str = ""
     provider: str = ""
+    pool: str = ""
+    """The pool it concerns: on pool.* events, and on proxy.pending, proxy.adopted,
+    proxy.drained, proxy.quarantined and proxy.unquarantined of a member."""
     data: EventData = msgspec.field(default_factory=EventData)
 
 

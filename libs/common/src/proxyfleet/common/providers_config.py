@@ -6,7 +6,6 @@ Pure: `parse_providers_config(text, path)` does no I/O; `load_providers_config(p
 from __future__ import annotations
 
 import ipaddress
-import re
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -17,6 +16,7 @@ from proxyfleet.common import strict_yaml
 from proxyfleet.common.errors import ConfigError
 from proxyfleet.common.gcp_config import GcpSettings, check_gcp
 from proxyfleet.common.k8s_config import K8sSettings, check_kubernetes
+from proxyfleet.common.pool_spec import PoolName, PoolSpec, parse_pools
 from proxyfleet.common.squid import check_source_ranges
 
 Name = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,30}$")]
@@ -148,6 +148,10 @@ class ProviderConfig(_Strict):
 
 class ProvidersConfig(_Strict):
     providers: list[ProviderConfig]
+    pools: dict[PoolName, PoolSpec] = {}
+    """Pools kept from this file, by name (docs/pools.md): applied by the pool controller
+    at every start, owned by the file (the API refuses to change them); checked against
+    the providers by `pool_checks.check_config_pools`."""
 
     def get(self, name: str) -> ProviderConfig:
         for p in self.providers:
@@ -157,7 +161,6 @@ class ProvidersConfig(_Strict):
 
 
 _TYPE_SECTION = {"local": "local", "kvm": "kvm", "gcp": "gcp", "kubernetes": "kubernetes"}
-_LOC = re.compile(r" - at `\$(?P<loc>[^`]*)`$")
 
 
 def parse_providers_config(text: str | bytes, path: str) -> ProvidersConfig:
@@ -167,10 +170,12 @@ def parse_providers_config(text: str | bytes, path: str) -> ProvidersConfig:
         raise ConfigError(f"{path}: {exc}; expected each key once") from None
     except (yaml.YAMLError, ValueError, LookupError, AttributeError) as exc:
         raise ConfigError(f"{path}: not valid YAML: {exc}") from None
+    pools = data.pop("pools", None) if isinstance(data, dict) else None
     try:
         cfg = msgspec.convert(data, ProvidersConfig)
     except msgspec.ValidationError as exc:
         raise ConfigError(_explain(path, str(exc))) from None
+    cfg.pools = parse_pools(pools, path)
     _check_semantics(cfg, path)
     return cfg
 
@@ -185,12 +190,10 @@ def load_providers_config(path: str) -> ProvidersConfig:
 
 def _explain(path: str, message: str) -> str:
     """msgspec says `Expected int, got str - at `$.providers[0].zones``: name the key."""
-    m = _LOC.search(message)
-    if not m:
+    where, what = strict_yaml.located(message)
+    if what == message:
         return f"{path}: {message}"
-    key = m.group("loc").lstrip(".") or "(top level)"
-    what = message[: m.start()]
-    return f"{path}: key {key}: {what}"
+    return f"{path}: key {where or '(top level)'}: {what}"
 
 
 def _check_semantics(cfg: ProvidersConfig, path: str) -> None:

@@ -5,12 +5,25 @@ Pure: `load(text)` returns plain Python data or raises `DuplicateKey` / `yaml.YA
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import yaml
 
 _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE = "tag:yaml.org,2002:merge"
+
+
+_LOC = re.compile(r" - at `\$(?P<loc>[^`]*)`$")
+
+
+def located(message: str) -> tuple[str, str]:
+    """A msgspec validation message (`Expected int, got str - at `$.providers[0].zones``)
+    split into where (`providers[0].zones`; "" at the top) and what."""
+    m = _LOC.search(message)
+    if not m:
+        return "", message
+    return m.group("loc").lstrip("."), message[: m.start()]
 
 
 class DuplicateKey(ValueError):

@@ -18,6 +18,7 @@ from proxyfleet.common.host import runtime
 from proxyfleet.common.host.options import OptionSpec, default_text, options_for, split_list
 from proxyfleet.common.host.spec import Service
 from proxyfleet.common.logging import configure_logging
+from proxyfleet.common.pool_checks import check_config_pools
 from proxyfleet.common.providers_config import load_providers_config
 from proxyfleet.common.settings import CommonSettings
 
@@ -163,6 +164,7 @@ def run(service: Service[S], specs: Sequence[OptionSpec], values: dict[str, Any]
         common, settings = build_settings(service, specs, values)
         configure_logging(service.name, common.log_level, common.log_format)
         providers = load_providers_config(common.providers_config)
+        check_config_pools(providers, common.providers_config)
         settings = service.configure(common, settings, providers)
     except ConfigError as exc:
         return runtime.report_config_error(service.name, exc)

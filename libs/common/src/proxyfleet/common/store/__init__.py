@@ -1,17 +1,20 @@
 """Redis-backed system of record: the proxy registry and the lease store (atomic Lua)."""
 
-from proxyfleet.common.store.creates import Created, Idempotency
+from proxyfleet.common.store.creates import Created, Fence, FencedOut, Idempotency
 from proxyfleet.common.store.installation import Installation, InstallationMarker
 from proxyfleet.common.store.leases import GrantRequest, LeaseStore
 from proxyfleet.common.store.locks import Locks
 from proxyfleet.common.store.mux import LuaScript, ScriptMux
 from proxyfleet.common.store.outbox import Outbox, OutboxEntry
 from proxyfleet.common.store.pins import Pins
+from proxyfleet.common.store.pools import PoolOwned, PoolStore
 from proxyfleet.common.store.registry import ProbeClaim, ProxyRegistry, TransitionResult
 from proxyfleet.common.store.scripts import connect_redis
 
 __all__ = [
     "Created",
+    "Fence",
+    "FencedOut",
     "GrantRequest",
     "Idempotency",
     "Installation",
@@ -22,6 +25,8 @@ __all__ = [
     "Outbox",
     "OutboxEntry",
     "Pins",
+    "PoolOwned",
+    "PoolStore",
     "ProbeClaim",
     "ProxyRegistry",
     "ScriptMux",

@@ -22,11 +22,18 @@ def encode_value(value: Any) -> str:
     return str(value)
 
 
+_UNSET_KEPT_OUT = {"placement": {}, "pool": "", "withheld": "", "withheld_reason": "",
+                   "withheld_at": 0.0}  # fmt: skip
+"""Fields most proxies leave at these values, not stored then (memory per proxy): a
+missing field reads as its default."""
+
+
 def proxy_to_hash(proxy: Proxy) -> dict[str, str]:
-    """Every field, but an empty `placement` (most proxies have none: memory per proxy)."""
+    """Every field, but those at a default most proxies keep (_UNSET_KEPT_OUT)."""
     fields = msgspec.structs.asdict(proxy)
-    if not proxy.placement:
-        del fields["placement"]
+    for name, unset in _UNSET_KEPT_OUT.items():
+        if fields[name] == unset:
+            del fields[name]
     return {k: encode_value(v) for k, v in fields.items()}
 
 

@@ -23,6 +23,21 @@ class Idempotency:
 
 
 @dataclass(frozen=True, slots=True)
+class Fence:
+    """A write that goes ahead only while `token` holds the lock `lock` (store.Locks): the
+    pool controller's, so a replica that lost its pool's lock while paused writes nothing."""
+
+    lock: str
+    token: str
+
+
+class FencedOut(Conflict):
+    """The fence's lock is no longer its token's: another replica acts now."""
+
+    code = "fenced_out"
+
+
+@dataclass(frozen=True, slots=True)
 class Created:
     ids: list[str]
     """The proxies created, or (a replay) those the first create with the key made."""
@@ -30,10 +45,13 @@ class Created:
 
 
 def create_args(
-    proxies: Sequence[Proxy], max_proxies: int | None, idem: Idempotency | None
+    proxies: Sequence[Proxy],
+    max_proxies: int | None,
+    idem: Idempotency | None,
+    fence: Fence | None = None,
 ) -> list[Any]:
     """What follows the event id and the time: provider, limit, key, fingerprint, key TTL,
-    count, then each proxy as id, field count, fields."""
+    count, fence lock and token, then each proxy as id, field count, fields."""
     flat: list[Any] = [
         proxies[0].provider if proxies else "",
         -1 if max_proxies is None else max_proxies,
@@ -41,6 +59,8 @@ def create_args(
         idem.fingerprint if idem else "",
         idem.ttl if idem else 0,
         len(proxies),
+        fence.lock if fence else "",
+        fence.token if fence else "",
     ]
     for p in proxies:
         fields = proxy_to_hash(p)
@@ -68,6 +88,8 @@ def decode_created(proxies: Sequence[Proxy], res: list[Any]) -> Created:
             "for a different create",
             code="idempotency_key_reused",
         )
+    if code == -9:
+        raise FencedOut("the pool's lock passed to another replica: nothing created")
     if code == 2:
         return Created([str(i) for i in res[1:]], replayed=True)
     return Created([p.id for p, ok in zip(proxies, res[1:], strict=True) if int(ok)])

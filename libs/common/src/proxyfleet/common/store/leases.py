@@ -34,6 +34,8 @@ class GrantRequest:
     labels: dict[str, str] = field(default_factory=dict)
     client: str = ""
     """The granting token's name: the lease's owner (renew/report/release check it)."""
+    pool: str = ""
+    """Only a member of this pool (a refusal is counted for its autoscale)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -147,6 +149,7 @@ class LeaseStore:
             repr(self.policy.max_probe_age),
             key.key if key else "",
             key.fingerprint if key else "",
+            req.pool,
         )
         code = int(res[0])
         if code in (1, 2):

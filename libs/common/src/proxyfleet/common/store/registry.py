@@ -21,6 +21,7 @@ from proxyfleet.common.store.codec import (
 )
 from proxyfleet.common.store.creates import (
     Created,
+    Fence,
     Idempotency,
     create_args,
     decode_created,
@@ -94,14 +95,16 @@ class ProxyRegistry:
         *,
         max_proxies: int | None = None,
         idempotency: Idempotency | None = None,
+        fence: Fence | None = None,
     ) -> Created:
         """Store new proxies of one provider in one script (ids that exist are skipped).
 
         Raises Conflict, and stores nothing, when the provider would have more than
         `max_proxies` (failed and deleted proxies do not count) or the idempotency key was
         used with another body; a key seen before with this body stores nothing and
-        returns what that create made. All checked atomically with the writes."""
-        args = create_args(proxies, max_proxies, idempotency)
+        returns what that create made. With `fence`, FencedOut and nothing stored unless
+        its token holds its lock. All checked atomically with the writes."""
+        args = create_args(proxies, max_proxies, idempotency, fence)
         res = await self._scripts.call("create", fast_id("e"), repr(self._clock.now()), *args)
         return decode_created(proxies, res)
 

@@ -4,18 +4,40 @@
 local ns = ARGV[1]
 local function k(...) return ns .. ':' .. table.concat({...}, ':') end
 
-local function avail_keys(provider, zone)
-  return { k('avail'), k('avail', provider), k('avail', provider, zone) }
+-- The grantable sets a proxy is in: all, its provider's, its provider and zone's, and its
+-- pool's when it has one (grants select by pool).
+local function avail_keys(provider, zone, pool)
+  local keys = { k('avail'), k('avail', provider), k('avail', provider, zone) }
+  if pool and pool ~= '' then keys[#keys + 1] = k('avail_pool', pool) end
+  return keys
 end
 
+-- A withheld proxy (draining or quarantined: proxyfleet.common.models.Withheld) is never
+-- grantable, whatever else makes it so: this is the one place that says so.
 local function avail_add(id, score)
-  local p = redis.call('HMGET', k('proxy', id), 'provider', 'zone')
-  for _, key in ipairs(avail_keys(p[1], p[2])) do redis.call('ZADD', key, score, id) end
+  local p = redis.call('HMGET', k('proxy', id), 'provider', 'zone', 'pool', 'withheld')
+  if p[4] and p[4] ~= '' then return end
+  for _, key in ipairs(avail_keys(p[1], p[2], p[3])) do redis.call('ZADD', key, score, id) end
 end
 
 local function avail_rem(id)
-  local p = redis.call('HMGET', k('proxy', id), 'provider', 'zone')
-  for _, key in ipairs(avail_keys(p[1], p[2])) do redis.call('ZREM', key, id) end
+  local p = redis.call('HMGET', k('proxy', id), 'provider', 'zone', 'pool')
+  for _, key in ipairs(avail_keys(p[1], p[2], p[3])) do redis.call('ZREM', key, id) end
+end
+
+-- A pool's members (`pool_members:<pool>`, scored by creation time): every proxy of the
+-- pool that is not deleted, kept by the scripts that create, adopt and delete proxies.
+local function member_add(pool, id, created_at)
+  if pool and pool ~= '' then redis.call('ZADD', k('pool_members', pool), created_at, id) end
+end
+local function member_rem(pool, id)
+  if pool and pool ~= '' then redis.call('ZREM', k('pool_members', pool), id) end
+end
+
+-- A fenced write (the pool controller's) goes ahead only while `token` holds the lock
+-- `lock`: a replica that lost it while paused writes nothing. '' lock: not fenced.
+local function fenced_out(lock, token)
+  return lock ~= nil and lock ~= '' and redis.call('GET', k('lock', lock)) ~= token
 end
 
 -- A provider's index, `provider:<name>`: the ids of its proxies that are not deleted
@@ -85,15 +107,18 @@ local function acted(owner, actor, data)
   return data
 end
 
-local function event(event_type, event_id, now_raw, proxy_id, provider, lease_id, data)
+-- pool: the pool the event concerns ('' or nil: none, and the key is left out).
+local function event(event_type, event_id, now_raw, proxy_id, provider, lease_id, data, pool)
   events_made = events_made + 1
   local id = event_id
   if events_made > 1 then id = event_id .. '-' .. events_made end
   local parts = {}
   for i = 1, #data, 2 do parts[#parts + 1] = json_str(data[i]) .. ':' .. data[i + 1] end
+  local in_pool = ''
+  if pool and pool ~= '' then in_pool = ',"pool":' .. json_str(pool) end
   local body = '{"type":' .. json_str(event_type) .. ',"schema_version":1,"id":' .. json_str(id)
     .. ',"time":' .. now_raw .. ',"proxy_id":' .. json_str(proxy_id)
-    .. ',"provider":' .. json_str(provider) .. ',"lease_id":' .. json_str(lease_id)
+    .. ',"provider":' .. json_str(provider) .. ',"lease_id":' .. json_str(lease_id) .. in_pool
     .. ',"data":{' .. table.concat(parts, ',') .. '}}'
   outbox_add('proxyfleet.events.' .. event_type, id, body)
 end

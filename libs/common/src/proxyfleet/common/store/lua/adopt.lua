@@ -18,11 +18,13 @@ redis.call('ZADD', k('proxies'), 0, id)
 local provider = redis.call('HGET', pkey, 'provider') or ''
 redis.call('HINCRBY', k('counts', provider), phase, 1)
 index_add(provider, id)
+local pool = redis.call('HGET', pkey, 'pool')
+member_add(pool, id, tonumber(redis.call('HGET', pkey, 'created_at')) or 0)
 if phase == 'booting' then
   redis.call('ZADD', k('probe'), tonumber(now_raw), id)
 else
   intent_create(provider, id)
 end
 event('proxy.adopted', event_id, now_raw, id, provider, '',
-  {'from', '""', 'gen', '1', 'reason', json_str('registry reset: resource adopted')})
+  {'from', '""', 'gen', '1', 'reason', json_str('registry reset: resource adopted')}, pool)
 return 1

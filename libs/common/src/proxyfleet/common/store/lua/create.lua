@@ -1,14 +1,16 @@
 -- Store new proxies, all or none past the checks.
 -- ARGV: ns, event_id, now, provider (of the limit), max_proxies (-1: none), idem_key
---       ('': none), fingerprint, idem_ttl, n, then n times: id, nfields, field, value, ...
+--       ('': none), fingerprint, idem_ttl, n, fence lock ('': none), fence token,
+--       then n times: id, nfields, field, value, ...
 -- -> {1, created_1, ..., created_n} (1 created, 0 the id exists) | {2, id, ...} a replay:
 --    the ids the first create with this key made | {-5, existing, max} past max_proxies
---    | {-6} the key was used with another body
+--    | {-6} the key was used with another body | {-9} fenced out (the lock is not the token's)
 -- A new pending proxy is announced (proxy.pending) and its create intent queued, both in
 -- the outbox; a proxy stored in another phase (an import, a test seed) is not announced.
 local event_id, now_raw, provider = ARGV[2], ARGV[3], ARGV[4]
 local max, idem, fingerprint = tonumber(ARGV[5]), ARGV[6], ARGV[7]
 local n = tonumber(ARGV[9])
+if fenced_out(ARGV[10], ARGV[11]) then return {-9} end
 
 local ikey = (idem ~= '') and k('idem', idem) or nil
 if ikey then
@@ -32,7 +34,7 @@ if max >= 0 then
 end
 
 index_marker_if_empty(now_raw)
-local out, ids, i = {1}, {}, 10
+local out, ids, i = {1}, {}, 12
 for _ = 1, n do
   local id, nfields = ARGV[i], tonumber(ARGV[i + 1])
   local pkey = k('proxy', id)
@@ -41,11 +43,15 @@ for _ = 1, n do
   else
     redis.call('HSET', pkey, unpack(ARGV, i + 2, i + 1 + 2 * nfields))
     redis.call('ZADD', k('proxies'), 0, id)
-    local p = redis.call('HMGET', pkey, 'provider', 'phase', 'gen')
+    local p = redis.call('HMGET', pkey, 'provider', 'phase', 'gen', 'pool', 'created_at')
     redis.call('HINCRBY', k('counts', p[1]), p[2], 1)
-    if p[2] ~= 'deleted' then index_add(p[1], id) end
+    if p[2] ~= 'deleted' then
+      index_add(p[1], id)
+      member_add(p[4], id, tonumber(p[5]) or 0)
+    end
     if p[2] == 'pending' then
-      event('proxy.pending', event_id, now_raw, id, p[1], '', {'from', '""', 'gen', p[3] or '0'})
+      event('proxy.pending', event_id, now_raw, id, p[1], '', {'from', '""', 'gen', p[3] or '0'},
+        p[4])
       intent_create(p[1], id)
     end
     out[#out + 1] = 1

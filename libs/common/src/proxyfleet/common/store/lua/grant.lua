@@ -2,7 +2,9 @@
 -- ARGV: ns, now, lease_id, holder, target, ttl, proxy_id ('' = any), provider, zone,
 --       labels_json ('' = none), scan_limit, unavailable_retry, event_id, client (the
 --       granting token's name: the lease's owner), max_probe_age (0 = no check),
---       idem_key ('' = none; scoped by the caller), fingerprint (of the request)
+--       idem_key ('' = none; scoped by the caller), fingerprint (of the request),
+--       pool ('' = any; a refusal for a pool counts in `pool_refused:<pool>`, which the
+--       pool controller's autoscale reads)
 -- -> {1, proxy_id, epoch, expires_at, {provider, zone, host, port, username, password}}
 --  | {2, proxy_id, epoch, expires_at, {...}, lease_id, granted_at} a replay: the lease
 --    the first grant with this key made, still active
@@ -13,7 +15,7 @@ local now, lease_id, holder, target = tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[
 local ttl, want, provider, zone = tonumber(ARGV[6]), ARGV[7], ARGV[8], ARGV[9]
 local labels_json, scan_limit, retry = ARGV[10], tonumber(ARGV[11]), tonumber(ARGV[12])
 local event_id, client, max_age = ARGV[13], ARGV[14], tonumber(ARGV[15]) or 0
-local idem, fingerprint = ARGV[16] or '', ARGV[17] or ''
+local idem, fingerprint, pool = ARGV[16] or '', ARGV[17] or '', ARGV[18] or ''
 local ikey = (idem ~= '') and k('grant_idem', idem) or nil
 -- A retried grant (its first answer lost) gets the lease the first one made, as long as
 -- that lease lives: the key expires with the lease's first TTL.
@@ -63,14 +65,16 @@ local function take(id)
   -- One read for the epoch and what the caller hands out with the lease (no second round
   -- trip to read the proxy), one write for the epoch and the lease.
   local got = redis.call('HMGET', pkey, 'provider', 'zone', 'host', 'port', 'username',
-    'password', 'epoch')
+    'password', 'epoch', 'pool')
   -- A hybrid-logical-clock epoch: above the stored one and at least the clock in ms, so
   -- after a store reset (stored epoch lost) fencing tokens still only grow.
   local epoch = math.max((tonumber(got[7]) or 0) + 1, math.floor(now * 1000))
+  local in_pool = got[8]
+  got[8] = nil
   got[7] = nil
   redis.call('HSET', pkey, 'epoch', epoch, 'lease_id', lease_id)
   local expires = now + ttl
-  for _, key in ipairs(avail_keys(got[1], got[2])) do redis.call('ZREM', key, id) end
+  for _, key in ipairs(avail_keys(got[1], got[2], in_pool)) do redis.call('ZREM', key, id) end
   local provider_ = got[1] or ''
   redis.call('HSET', k('lease', lease_id), 'id', lease_id, 'proxy_id', id, 'epoch', epoch,
     'holder', holder, 'target', target, 'granted_at', now, 'expires_at', expires,
@@ -87,9 +91,16 @@ local function take(id)
 end
 
 if want ~= '' then
-  local p = redis.call('HMGET', k('proxy', want), 'phase', 'lease_id', 'avail_at')
+  local p = redis.call('HMGET', k('proxy', want), 'phase', 'lease_id', 'avail_at', 'withheld',
+    'pool')
   if not p[1] then return {-1} end
   if p[1] ~= 'ready' then return {-3, 'proxy is ' .. p[1] .. ', not ready', tostring(retry)} end
+  if p[4] and p[4] ~= '' then
+    return {-3, 'proxy is ' .. p[4] .. ': not granted', tostring(retry), 'proxy_' .. p[4]}
+  end
+  if pool ~= '' and p[5] ~= pool then
+    return {-3, 'proxy is not a member of pool ' .. pool, tostring(retry)}
+  end
   if p[2] and p[2] ~= '' then
     local exp = tonumber(redis.call('HGET', k('lease', p[2]), 'expires_at')) or (now + retry)
     return {-3, 'proxy is leased', tostring(math.max(exp - now, 0.001))}
@@ -111,15 +122,22 @@ if want ~= '' then
 end
 
 local key = k('avail')
-if provider ~= '' and zone ~= '' then key = k('avail', provider, zone)
+if pool ~= '' then key = k('avail_pool', pool)
+elseif provider ~= '' and zone ~= '' then key = k('avail', provider, zone)
 elseif provider ~= '' then key = k('avail', provider) end
+-- Whether the set scanned already holds only the selector's provider and zone.
+local narrowed = pool == '' and (zone == '' or provider ~= '')
+local function where_ok(id)
+  if narrowed then return true end
+  local at = redis.call('HMGET', k('proxy', id), 'provider', 'zone')
+  return (provider == '' or at[1] == provider) and (zone == '' or at[2] == zone)
+end
 
 local batch, offset, stale = 32, 0, 0
 while offset < scan_limit do
   local ids = redis.call('ZRANGE', key, '-inf', now, 'BYSCORE', 'LIMIT', offset, batch)
   for _, id in ipairs(ids) do
-    if (zone == '' or provider ~= '' or redis.call('HGET', k('proxy', id), 'zone') == zone)
-        and not banned(id) and labels_match(id) then
+    if where_ok(id) and not banned(id) and labels_match(id) then
       if fresh(id) then return take(id) end
       stale = stale + 1
     end
@@ -133,9 +151,7 @@ end
 -- are not looked at). Each list is examined up to its first few: past them, a match ends
 -- no sooner than the last one examined.
 local FEW = 8
-local function zone_ok(id)
-  return zone == '' or provider ~= '' or redis.call('HGET', k('proxy', id), 'zone') == zone
-end
+if pool ~= '' then redis.call('INCR', k('pool_refused', pool)) end
 local function first_end(flat, matches)
   for i = 1, #flat, 2 do
     if matches(flat[i]) or i + 1 == 2 * FEW then return tonumber(flat[i + 1]) end
@@ -143,7 +159,7 @@ local function first_end(flat, matches)
   return nil
 end
 local soonest = first_end(redis.call('ZRANGE', key, '(' .. now, '+inf', 'BYSCORE', 'LIMIT', 0,
-  FEW, 'WITHSCORES'), zone_ok)
+  FEW, 'WITHSCORES'), where_ok)
 local lease_end = first_end(redis.call('ZRANGE', k('leases'), '-inf', '+inf', 'BYSCORE',
   'LIMIT', 0, FEW, 'WITHSCORES'), function(lid)
     local pid = redis.call('HGET', k('lease', lid), 'proxy_id')

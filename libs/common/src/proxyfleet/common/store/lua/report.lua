@@ -10,6 +10,12 @@ local now, outcome, target = tonumber(ARGV[4]), ARGV[5], ARGV[6]
 if target == '' then target = l[4] end
 if outcome == 'blocked' and target ~= '' then
   redis.call('ZADD', k('ban', target), now + tonumber(ARGV[7]), l[3])
+  -- The targets that blocked this proxy, by when they last did (a pool's quarantine
+  -- counts those within its window); a day of them is kept.
+  local bkey = k('blocked', l[3])
+  redis.call('ZADD', bkey, now, target)
+  redis.call('ZREMRANGEBYSCORE', bkey, '-inf', now - 86400)
+  redis.call('EXPIRE', bkey, 86400)
 elseif outcome == 'failed' then
   redis.call('ZADD', k('probe'), 'XX', now, l[3])
 end

@@ -12,7 +12,8 @@
 local id, expected, allowed, to, now = ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
 local deleted_ttl = tonumber(ARGV[7])
 local pkey = k('proxy', id)
-local cur = redis.call('HMGET', pkey, 'gen', 'phase', 'provider', 'lease_id', 'avail_at', 'zone')
+local cur = redis.call('HMGET', pkey, 'gen', 'phase', 'provider', 'lease_id', 'avail_at', 'zone',
+  'pool', 'withheld', 'withheld_reason')
 if not cur[1] then return {-1} end
 local gen, phase = tonumber(cur[1]), cur[2]
 if expected >= 0 and gen ~= expected then return {-2, gen, phase} end
@@ -44,7 +45,12 @@ redis.call('HINCRBY', k('counts', cur[3]), to, 1)
 -- Out of its provider's index once deleted (its hash expires later: nothing is left
 -- behind); added again on every other move, which heals a proxy a version from before the
 -- index stored (a rolling upgrade) at its next transition.
-if to == 'deleted' then index_rem(cur[3], id) else index_add(cur[3], id) end
+if to == 'deleted' then
+  index_rem(cur[3], id)
+  member_rem(cur[7], id)
+else
+  index_add(cur[3], id)
+end
 
 if to == 'booting' or to == 'ready' or to == 'unhealthy' then
   if phase ~= 'booting' and phase ~= 'ready' and phase ~= 'unhealthy' then
@@ -91,7 +97,9 @@ end
 event('proxy.' .. to, event_id, now_raw, id, provider, '', data)
 if ended ~= '' then
   local why = 'proxy deleted'
-  if to == 'failed' or to == 'unhealthy' then
+  if cur[8] == 'draining' and cur[9] and cur[9] ~= '' then
+    why = cur[9]  -- a drained member deleted past its drain timeout: why it was drained
+  elseif to == 'failed' or to == 'unhealthy' then
     why = 'proxy ' .. to .. ((reason ~= '') and (': ' .. reason) or '')
   end
   redis.call('HSET', k('lease', ended), 'reason', why)

@@ -1,0 +1,35 @@
+-- Declare a pool or change its spec (create or replace, idempotent).
+-- ARGV: ns, name, owner, owner_ref, spec (JSON), desired, now, event_id, expected_gen
+--       (-1: any), reason (of a change of the desired size)
+-- The hash `pool:<name>`: spec, owner, owner_ref, gen, desired, created_at, updated_at,
+-- deleting (when a delete was asked for); `pools`: every pool by creation time.
+-- -> {1, gen} written | {0, gen} the same spec already | {-1, owner, owner_ref} another
+--    source owns it | {-2} being deleted | {-3, gen} not at expected_gen
+local name, owner, ref, spec, desired = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
+local now_raw, event_id, expected = ARGV[7], ARGV[8], tonumber(ARGV[9])
+local pkey = k('pool', name)
+local cur = redis.call('HMGET', pkey, 'owner', 'owner_ref', 'gen', 'spec', 'desired',
+  'deleting')
+local gen = tonumber(cur[3]) or 0
+if cur[1] and cur[1] ~= owner then return {-1, cur[1], cur[2] or ''} end
+if cur[6] and cur[6] ~= '' then return {-2} end
+if expected >= 0 and gen ~= expected then return {-3, gen} end
+if cur[4] == spec and cur[2] == ref then return {0, gen} end
+gen = gen + 1
+if not cur[1] then
+  redis.call('HSET', pkey, 'created_at', now_raw)
+  redis.call('ZADD', k('pools'), tonumber(now_raw), name)
+end
+redis.call('HSET', pkey, 'owner', owner, 'owner_ref', ref, 'spec', spec, 'gen', gen,
+  'desired', desired, 'updated_at', now_raw)
+event('pool.applied', event_id, now_raw, '', '', '',
+  {'gen', tostring(gen), 'owner', json_str(owner)}, name)
+if cur[5] ~= desired then
+  local data = {'size', desired, 'reason', json_str(ARGV[10])}
+  if cur[5] then
+    data[#data + 1] = 'from_size'
+    data[#data + 1] = cur[5]
+  end
+  event('pool.scaled', event_id, now_raw, '', '', '', data, name)
+end
+return {1, gen}
