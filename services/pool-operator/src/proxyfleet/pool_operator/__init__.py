@@ -1,0 +1,1 @@
+"""ProxyPool custom resources as Proxyfleet pools: a kopf operator (issue 20)."""

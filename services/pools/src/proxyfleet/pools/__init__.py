@@ -1,0 +1,1 @@
+"""The pool controller (issue 20): keeps every declared pool true."""
