@@ -44,6 +44,9 @@ validated instead against a strict schema of our own."""
 
 Doc = dict[str, Any]
 
+CLUSTER_SCOPED = frozenset({"Namespace", "CustomResourceDefinition"})
+"""Kinds of deploy/ that live in no namespace."""
+
 
 def tool(name: str) -> str:
     found = shutil.which(name)

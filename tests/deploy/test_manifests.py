@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.deploy.kube import render
+from tests.deploy.kube import CLUSTER_SCOPED, render
 
 from proxyfleet.common.providers_config import parse_providers_config
 
@@ -173,9 +173,9 @@ def test_kvm_component_renders_on_the_base(rendered: list[dict[str, Any]]) -> No
     deployments = {d["metadata"]["name"]: d for d in rendered if d["kind"] == "Deployment"}
     base_deployments = {d["metadata"]["name"] for d in _docs() if d["kind"] == "Deployment"}
     assert set(deployments) == base_deployments | {"provisioner-kvm"}
-    assert {d["metadata"].get("namespace") for d in rendered if d["kind"] != "Namespace"} == {
-        "proxyfleet"
-    }
+    assert {
+        d["metadata"].get("namespace") for d in rendered if d["kind"] not in CLUSTER_SCOPED
+    } == {"proxyfleet"}
     # One image for every service, the kvm provisioner included.
     assert len({_container(d)["image"] for d in deployments.values()}) == 1
     config = parse_providers_config(_providers_text(rendered), "rendered providers.yaml")

@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from tests.deploy.kube import named, render
+from tests.deploy.kube import CLUSTER_SCOPED, named, render
 from tests.deploy.test_manifests import _console_scripts, _container, _docs, _providers_text
 
 from proxyfleet.common.providers_config import parse_providers_config
@@ -82,9 +82,9 @@ def test_workload_identity_overlay_renders_on_the_base() -> None:
     assert len({_container(d)["image"] for d in deployments.values()}) == 1
     sa = named(rendered, "ServiceAccount", "provisioner-gcp")
     assert "iam.gke.io/gcp-service-account" in sa["metadata"]["annotations"]
-    assert {d["metadata"].get("namespace") for d in rendered if d["kind"] != "Namespace"} == {
-        "proxyfleet"
-    }
+    assert {
+        d["metadata"].get("namespace") for d in rendered if d["kind"] not in CLUSTER_SCOPED
+    } == {"proxyfleet"}
     config = parse_providers_config(_providers_text(rendered), "rendered providers.yaml")
     assert config.get("cloud").type == "gcp"
 

@@ -8,7 +8,16 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from tests.deploy.kube import OVERLAYS, Doc, named, of_kind, pod_spec, render, selects
+from tests.deploy.kube import (
+    CLUSTER_SCOPED,
+    OVERLAYS,
+    Doc,
+    named,
+    of_kind,
+    pod_spec,
+    render,
+    selects,
+)
 
 TOKEN_MOUNTED = {"provisioner-k8s"}
 """The only service that calls the Kubernetes API, hence the only mounted token."""
@@ -172,6 +181,8 @@ def test_the_metrics_service_covers_every_service_of_ours(docs: list[Doc]) -> No
 
 def test_everything_is_in_a_namespace_the_overlay_creates(docs: list[Doc]) -> None:
     namespaces = {ns["metadata"]["name"] for ns in of_kind(docs, "Namespace")}
-    used: set[Any] = {d["metadata"].get("namespace") for d in docs if d["kind"] != "Namespace"}
+    used: set[Any] = {
+        d["metadata"].get("namespace") for d in docs if d["kind"] not in CLUSTER_SCOPED
+    }
     assert used <= namespaces
     assert "proxyfleet" in used
