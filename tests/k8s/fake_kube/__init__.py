@@ -8,9 +8,10 @@ http://127.0.0.1:PORT, with a node that runs pods for real.
 
 API (core/v1, JSON): pods (+ /status, /log), secrets, configmaps, services under
 /api/v1/namespaces/{ns}/..., list and watch across namespaces at /api/v1/{resource};
-/api, /api/v1, /apis, /version for discovery; GET /api/v1/namespaces/{ns} (every namespace
-exists). Create (409 AlreadyExists, 422 Invalid as the server words them, generateName),
-get, list (labelSelector: = == != in notin exists !key; fieldSelector: metadata.name,
+/api, /api/v1, /apis, /apis/{group}[/{version}], /version for discovery; GET
+/api/v1/namespaces/{ns} (every namespace exists); core/v1 events (POST, list). Create
+(409 AlreadyExists, 422 Invalid as the server words them, generateName), get, list
+(labelSelector: = == != in notin exists !key; fieldSelector: metadata.name,
 metadata.namespace, status.phase, spec.nodeName; limit/continue), update (409 on a stale
 resourceVersion; pod specs immutable but for images), patch (merge, strategic, JSON patch),
 delete (preconditions, gracePeriodSeconds, propagationPolicy Background/Foreground/Orphan,
@@ -21,6 +22,17 @@ event with a 410 Expired Status; timeoutSeconds ends a stream cleanly, `drop_wat
 breaks them; allowWatchBookmarks sends BOOKMARKs every `fake.server.bookmark_interval` s.
 The garbage collector deletes objects whose ownerReferences name no live uid
 (`fake.gc.pause()` / `resume()`).
+
+CustomResourceDefinitions (crds.py, custom.py, structural.py): a CRD created at
+/apis/apiextensions.k8s.io/v1 is Established at once and its namespaced resources are
+served under /apis/{group}/{version}/namespaces/{ns}/{plural} (and listed or watched across
+namespaces without one), every write pruned and validated against the version's
+structural schema (422 with the server's causes; unknown fields dropped with a Warning, or
+400 with fieldValidation=Strict), the status subresource (the main resource keeps its
+status), metadata.generation raised by spec changes, the scale subresource (autoscaling/v1
+Scale over specReplicasPath/statusReplicasPath/labelSelectorPath), merge and JSON patches
+(a strategic one is 415), finalizers. `kubectl scale` works against it. Calls are recorded
+with their API group (`fake.rbac_calls()`).
 
 Kubelet (kubelet.py, pod_worker.py): each pod is run by a thread; one whose container runs
 `squid ... -f PATH` waits for its configMap/secret volumes, gets them as files, its

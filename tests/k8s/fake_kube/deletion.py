@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from . import errors
 from .errors import Cause, KubeError
-from .objects import KINDS, Json
+from .objects import Json
 
 ORPHAN = "orphan"
 FOREGROUND = "foregroundDeletion"
@@ -68,7 +68,7 @@ def success(resource: str, meta: Json) -> Json:
     }
 
 
-def check_no_new_finalizers(resource: str, current: Json, new: Json) -> None:
+def check_no_new_finalizers(kind: str, current: Json, new: Json) -> None:
     """An object being deleted may lose finalizers, never gain one."""
     if "deletionTimestamp" not in current["metadata"]:
         return
@@ -76,7 +76,7 @@ def check_no_new_finalizers(resource: str, current: Json, new: Json) -> None:
     added = set(new["metadata"].get("finalizers") or []) - before
     if added:
         raise errors.invalid(
-            KINDS[resource],
+            kind,
             current["metadata"]["name"],
             [
                 Cause(

@@ -11,6 +11,7 @@ import yaml
 from kubernetes import client
 from tests.loopback_squid.host import LoopbackAddresses
 
+from .crds import CrdController
 from .faults import RBAC_VERBS, Call, Fault, Faults
 from .gc import GarbageCollector
 from .kubelet import Kubelet
@@ -26,6 +27,7 @@ class FakeKube:
         proxyfleet.common.clock.ManualClock's `now` (the kubelet's status times are real
         time)."""
         self.store = Store(now)
+        self.crds = CrdController(self.store)
         self.faults = Faults()
         self.addresses = LoopbackAddresses()
         self.server = KubeServer(self.store, self.faults)
@@ -99,8 +101,15 @@ class FakeKube:
         """(RBAC verb, resource) of every resource call so far, whatever it answered."""
         return {(c.verb, c.resource) for c in self.calls if c.resource and c.verb in RBAC_VERBS}
 
+    def rbac_calls(self) -> set[tuple[str, str, str]]:
+        """(API group, RBAC verb, resource) of every resource call so far."""
+        return {
+            (c.group, c.verb, c.resource) for c in self.calls if c.resource and c.verb in RBAC_VERBS
+        }
+
     def objects(self, resource: str, namespace: str | None = None) -> list[Json]:
-        """Current objects (terminating ones too) as the API would return them."""
+        """Current objects (terminating ones too) as the API would return them; a custom
+        resource by its plural.group (`proxypools.proxyfleet.io`)."""
         return self.store.list_objects(resource, namespace)[0]
 
     def pod_address(self, namespace: str, name: str) -> str:

@@ -23,6 +23,8 @@ class Call:
     name: str
     code: int
     """The HTTP status answered."""
+    group: str = ""
+    """The resource's API group ("" for core/v1)."""
 
 
 @dataclass

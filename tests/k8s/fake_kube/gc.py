@@ -93,7 +93,7 @@ class GarbageCollector:
         with contextlib.suppress(KubeError):
             self.store.delete(
                 resource,
-                meta["namespace"],
+                meta.get("namespace", ""),
                 meta["name"],
                 {"propagationPolicy": policy, "preconditions": {"uid": meta["uid"]}},
             )
@@ -112,8 +112,8 @@ class GarbageCollector:
             else:
                 o["metadata"].pop("ownerReferences", None)
 
-        self.store.mutate(resource, meta["namespace"], meta["name"], drop)
+        self.store.mutate(resource, meta.get("namespace", ""), meta["name"], drop)
 
     def _finalize(self, resource: str, obj: Json, finalizer: str) -> None:
         meta = obj["metadata"]
-        self.store.remove_finalizer(resource, meta["namespace"], meta["name"], finalizer)
+        self.store.remove_finalizer(resource, meta.get("namespace", ""), meta["name"], finalizer)

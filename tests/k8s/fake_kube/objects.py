@@ -13,7 +13,13 @@ from .errors import bad_request
 
 Json = dict[str, Any]
 
-KINDS = {"pods": "Pod", "secrets": "Secret", "configmaps": "ConfigMap", "services": "Service"}
+KINDS = {
+    "pods": "Pod",
+    "secrets": "Secret",
+    "configmaps": "ConfigMap",
+    "services": "Service",
+    "events": "Event",
+}
 """Resource (plural, as in URLs and RBAC rules) → kind."""
 RETURNS_OBJECT_ON_DELETE = {"pods", "services"}
 """Deletes of these answer the object; the others answer a Status (as the real server)."""

@@ -17,7 +17,8 @@ from urllib.parse import parse_qsl, urlsplit
 from .errors import KubeError
 from .events import Event
 from .faults import Call, Fault, Faults
-from .routes import Logs, Reply, Request, WatchReply, classify, handle
+from .operations import handle
+from .routes import Logs, Reply, Request, WatchReply, classify
 from .store import Store
 
 log = logging.getLogger(__name__)
@@ -90,7 +91,7 @@ class _Handler(BaseHTTPRequestHandler):
         faults = self.server.faults
         fault: Fault | None = None
         try:
-            classify(req)
+            classify(req, self.server.store)
             fault = self._admit(req)
             if fault is not None and fault.kind == "delay":
                 time.sleep(fault.seconds)
@@ -145,7 +146,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _record(self, req: Request, code: int) -> None:
         if req.verb:
-            self.server.faults.record(Call(req.verb, req.resource, req.namespace, req.name, code))
+            call = Call(req.verb, req.resource, req.namespace, req.name, code, req.group)
+            self.server.faults.record(call)
 
     def _answer(
         self, code: int, body: dict[str, Any] | str, headers: dict[str, str] | None = None
@@ -186,7 +188,8 @@ class _Handler(BaseHTTPRequestHandler):
                         and time.monotonic() - last_bookmark >= self.server.bookmark_interval
                     ):
                         last_bookmark = time.monotonic()
-                        self._chunk(_bookmark(reply.kind, store.resource_version))
+                        rv = store.resource_version
+                        self._chunk(_bookmark(reply.kind, reply.api_version, rv))
                     continue
                 if item is None:  # dropped: end abruptly, as a broken connection does
                     self.close_connection = True
@@ -216,8 +219,12 @@ class _Handler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
-def _bookmark(kind: str, rv: int) -> dict[str, Any]:
+def _bookmark(kind: str, api_version: str, rv: int) -> dict[str, Any]:
     return {
         "type": "BOOKMARK",
-        "object": {"kind": kind, "apiVersion": "v1", "metadata": {"resourceVersion": str(rv)}},
+        "object": {
+            "kind": kind,
+            "apiVersion": api_version,
+            "metadata": {"resourceVersion": str(rv)},
+        },
     }

@@ -17,11 +17,11 @@ from collections.abc import Callable
 
 from . import deletion, errors, objects, validation
 from .events import Event, Watcher
-from .objects import KINDS, RETURNS_OBJECT_ON_DELETE, Json
+from .kinds import FieldValidation, Kind, core_kinds
+from .objects import Json
 
 HISTORY_LIMIT = 10_000
 """Events kept for resuming watches; older resourceVersions get 410 Gone."""
-
 
 Key = tuple[str, str, str]
 """(resource, namespace, name)."""
@@ -43,6 +43,13 @@ class Store:
         """Called with each new object before it is stored (allocators); may raise."""
         self._released: set[str] = set()
         """uids of pods whose kubelet has stopped them (they may leave the store)."""
+        self.kinds: dict[str, Kind] = core_kinds()
+        """What each resource is (custom resources come and go with their CRDs)."""
+
+    def kind(self, resource: str) -> Kind:
+        if (found := self.kinds.get(resource)) is None:
+            raise errors.not_found(resource, "")
+        return found
 
     # ---- reads ----------------------------------------------------------------------------
 
@@ -84,48 +91,45 @@ class Store:
 
     # ---- writes ---------------------------------------------------------------------------
 
-    def create(self, resource: str, namespace: str, body: Json) -> Json:
-        kind = KINDS[resource]
-        if (missing := validation.require_name(kind, body)) is not None:
+    def create(
+        self, resource: str, namespace: str, body: Json, fv: FieldValidation | None = None
+    ) -> Json:
+        kind = self.kind(resource)
+        if (missing := validation.require_name(kind.kind, body)) is not None:
             raise missing
         meta = body.get("metadata") or {}
         with self.lock:
             name = str(meta.get("name") or "")
             if not name:
                 name = self._generate_name(resource, namespace, str(meta["generateName"]))
-            validation.validate(kind, {**body, "metadata": {**meta, "name": name}})
+            uid, now, fv = str(uuid.uuid4()), self.now(), fv or FieldValidation()
+            obj = kind.prepare(namespace, body, name=name, uid=uid, now=now, fv=fv)
             if (resource, namespace, name) in self._objects:
                 raise errors.already_exists(resource, name)
-            obj = objects.prepare_new(
-                resource, namespace, body, name=name, uid=str(uuid.uuid4()), now=self.now()
-            )
             for hook in self.on_create:
                 hook(resource, obj)
             self._store(resource, obj, "ADDED")
             return copy.deepcopy(obj)
 
     def update(
-        self, resource: str, namespace: str, name: str, body: Json, subresource: str = ""
+        self,
+        resource: str,
+        namespace: str,
+        name: str,
+        body: Json,
+        subresource: str = "",
+        fv: FieldValidation | None = None,
     ) -> Json:
         """A PUT (or a patched object): 409 Conflict when its resourceVersion is stale."""
+        kind = self.kind(resource)
         with self.lock:
             current = self._objects.get((resource, namespace, name))
             if current is None:
                 raise errors.not_found(resource, name)
-            meta = body.get("metadata") or {}
-            if meta.get("name") not in (None, "", name):
-                raise errors.bad_request(
-                    f"the name of the object ({meta.get('name')}) does not match the name on "
-                    f"the URL ({name})"
-                )
-            wanted = meta.get("resourceVersion")
-            if wanted not in (None, "") and str(wanted) != current["metadata"]["resourceVersion"]:
-                raise errors.conflict(resource, name)
-            new = objects.merge_for_update(resource, current, body, subresource)
-            validation.validate(KINDS[resource], new)
-            if resource == "pods" and not subresource:
-                validation.validate_pod_update(name, current, new)
-            deletion.check_no_new_finalizers(resource, current, new)
+            validation.check_put(resource, name, current, body)
+            new = kind.merge(current, body, subresource, fv or FieldValidation())
+            kind.check_update(name, current, new, subresource)
+            deletion.check_no_new_finalizers(kind.kind, current, new)
             return self._replace(resource, current, new)
 
     def mutate(
@@ -158,16 +162,23 @@ class Store:
             grace = deletion.grace_seconds(options, current) if resource == "pods" else 0
             if grace == 0 and resource == "pods":
                 self._released.add(meta["uid"])  # forced (or finished): gone at once
-            if finalizers or (resource == "pods" and meta["uid"] not in self._released):
+            kept = finalizers or (resource == "pods" and meta["uid"] not in self._released)
+            if kept:
                 if "deletionTimestamp" not in meta:
                     new["metadata"]["deletionTimestamp"] = objects.rfc3339(self.now() + grace)
                     new["metadata"]["deletionGracePeriodSeconds"] = grace
                 answer = self._replace(resource, current, new)
             else:
                 answer = self._remove(resource, current)
-            if resource in RETURNS_OBJECT_ON_DELETE:
-                return answer
-            return deletion.success(resource, meta)
+            shown = self.kind(resource).delete_answer(answer, removed=not kept)
+            return shown if shown is not None else deletion.success(resource, meta)
+
+    def drop_all(self, resource: str) -> None:
+        """Remove every object of `resource` at once, finalizers or not (its CRD is gone)."""
+        with self.lock:
+            for (r, _, _), obj in sorted(self._objects.items()):
+                if r == resource:
+                    self._remove(resource, obj)
 
     def release_pod(self, namespace: str, name: str, uid: str) -> None:
         """The kubelet has stopped the pod: once deleted (and finalized) it may go."""
@@ -261,7 +272,7 @@ class Store:
 
     def _remove(self, resource: str, obj: Json) -> Json:
         meta = obj["metadata"]
-        self._objects.pop((resource, meta["namespace"], meta["name"]), None)
+        self._objects.pop((resource, meta.get("namespace", ""), meta["name"]), None)
         self._released.discard(meta["uid"])
         gone = copy.deepcopy(obj)
         self._rv += 1
@@ -273,7 +284,7 @@ class Store:
         self._rv += 1
         meta = obj["metadata"]
         meta["resourceVersion"] = str(self._rv)
-        self._objects[(resource, meta["namespace"], meta["name"])] = obj
+        self._objects[(resource, meta.get("namespace", ""), meta["name"])] = obj
         # `old` left the store and nobody changes it any more: no copy needed.
         self._emit(Event(kind, resource, copy.deepcopy(obj), self._rv, old))
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .errors import Cause, KubeError, invalid
+from .errors import Cause, KubeError, bad_request, conflict, invalid
 
 SUBDOMAIN = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*"
 LABEL_1123 = r"[a-z0-9]([-a-z0-9]*[a-z0-9])?"
@@ -66,6 +66,19 @@ def validate(kind: str, obj: dict[str, Any]) -> None:
                     )
     if causes:
         raise invalid(kind, name, causes)
+
+
+def check_put(resource: str, name: str, current: dict[str, Any], body: dict[str, Any]) -> None:
+    """A PUT names the object of its URL, at its current resourceVersion when it names one."""
+    meta = body.get("metadata") or {}
+    if meta.get("name") not in (None, "", name):
+        raise bad_request(
+            f"the name of the object ({meta.get('name')}) does not match the name on "
+            f"the URL ({name})"
+        )
+    wanted = meta.get("resourceVersion")
+    if wanted not in (None, "") and str(wanted) != current["metadata"]["resourceVersion"]:
+        raise conflict(resource, name)
 
 
 def require_name(kind: str, obj: dict[str, Any]) -> KubeError | None:
