@@ -65,7 +65,11 @@ def is_discovery(path: str) -> bool:
 
 
 def _core_resources() -> list[Json]:
-    resources: list[Json] = []
+    # Namespaces: each one exists and can be read (no list, watch or write here).
+    resources: list[Json] = [
+        {"name": "namespaces", "singularName": "namespace", "namespaced": False,
+         "kind": "Namespace", "verbs": ["get"]}
+    ]  # fmt: skip
     for plural, kind in KINDS.items():
         resources.append(
             {

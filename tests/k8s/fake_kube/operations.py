@@ -37,14 +37,14 @@ def handle(
     if req.verb in ("list", "watch"):
         keep = object_filter(req.query.get("labelSelector"), req.query.get("fieldSelector"))
         if req.verb == "watch":
-            timeout = req.query.get("timeoutSeconds")
+            timeout = _seconds(req.query.get("timeoutSeconds"))
             since = watch_since(req.query.get("resourceVersion"))
             watcher, first = store.watch(key, ns or None, since, keep)
             return WatchReply(
                 watcher,
                 first,
                 keep,
-                float(timeout) if timeout else None,
+                timeout,
                 truthy(req.query.get("allowWatchBookmarks")),
                 kind.kind,
                 kind.api_version(req.version),
@@ -128,6 +128,18 @@ def _scale(req: Request, store: Store, kind: CustomKind) -> Reply:
             kind.key, req.namespace, req.name, kind.with_replicas(current, wanted)
         )
         return Reply(200, kind.get_scale(updated))
+
+
+def _seconds(value: str | None) -> float | None:
+    """A watch's timeoutSeconds: an integer, as the API server parses it."""
+    if not value:
+        return None
+    try:
+        return float(int(value))
+    except ValueError:
+        raise errors.bad_request(
+            f'timeoutSeconds: Invalid value: "{value}": must be an integer'
+        ) from None
 
 
 def _custom(kind: Kind) -> CustomKind:
