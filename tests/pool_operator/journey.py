@@ -73,7 +73,7 @@ async def proxypool_journey(
     scaled = time.monotonic() - start
 
     # Deleted: the pool is asked to go; its members hold the resource (the finalizer).
-    members = [await _member(registry, f"{name}-m{i}", name) for i in range(2)]
+    members = [await make_member(registry, f"{name}-m{i}", name) for i in range(2)]
     pools.delete(name)
 
     async def deleting() -> bool:
@@ -112,7 +112,7 @@ def _status(gen: int, *, desired: int, ready: int, leased: int) -> PoolStatus:
     )
 
 
-async def _member(registry: ProxyRegistry, proxy_id: str, pool: str) -> str:
+async def make_member(registry: ProxyRegistry, proxy_id: str, pool: str) -> str:
     """A ready member of `pool`, as the controller's creates make them."""
     now = time.time()
     proxy = Proxy(

@@ -10,7 +10,9 @@
 - login: the credentials of kube.py, read again at each (re-)login.
 
 Kubernetes Events are posted for the operator's findings (InvalidSpec, OwnerConflict, ...),
-once each time one appears, not for every look."""
+once each time one appears, not for every look: the handlers and the timer may look at
+the same resource at once, before either's status reached it, so the findings already
+told are remembered here (seeded from the status after a restart)."""
 
 from __future__ import annotations
 
@@ -35,83 +37,100 @@ HANDLER_BACKOFF = 5.0
 log = get_logger("proxyfleet.pool_operator")
 
 
-def register(
-    registry: kopf.OperatorRegistry, reconciler: Reconciler, s: PoolOperatorSettings
-) -> None:
-    """Put the handlers on `registry`."""
+class Handlers:
+    """What each handler does, with the findings already told (by resource uid)."""
 
-    async def declare(body: kopf.Body, patch: kopf.Patch, cause: str) -> Outcome:
+    def __init__(self, reconciler: Reconciler, s: PoolOperatorSettings) -> None:
+        self._reconciler = reconciler
+        self._settings = s
+        self._told: dict[str, str] = {}
+        """The finding last told of each resource: its reason, "" for none."""
+
+    async def declare(self, body: kopf.Body, patch: kopf.Patch, cause: str) -> Outcome:
+        """Declare the pool (or find why not) and write the status back."""
         meta = body.get("metadata") or {}
         namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
         previous = body.get("status") or {}
-        outcome = await reconciler.declare(
+        outcome = await self._reconciler.declare(
             namespace, name, body.get("spec"), int(meta.get("generation") or 0), previous
         )
         _write_status(patch, previous, outcome.status)
+        where = {"pool": name, "resource": f"{namespace}/{name}"}
         if outcome.applied:
-            log.info("pool_operator.applied", pool=name, resource=f"{namespace}/{name}",
-                     cause=cause)  # fmt: skip
+            log.info("pool_operator.applied", **where, cause=cause)
             kopf.event(body, type="Normal", reason="Applied", message=f"pool {name} declared")
-        seen = _ready_reason(previous)
-        if outcome.verdict is not None and outcome.verdict.reason != seen:
-            v = outcome.verdict
-            log.warning("pool_operator.refused", pool=name, resource=f"{namespace}/{name}",
-                        reason=v.reason, message=v.message)  # fmt: skip
+        uid = str(meta.get("uid", ""))
+        seen = self._told.setdefault(uid, _ready_reason(previous))
+        self._told[uid] = outcome.verdict.reason if outcome.verdict is not None else ""
+        if (v := outcome.verdict) is not None and v.reason != seen:
+            log.warning("pool_operator.refused", **where, reason=v.reason, message=v.message)
             kopf.event(body, type="Warning", reason=v.reason, message=v.message)
         return outcome
 
-    @kopf.on.resume(*RESOURCE, id="declare-on-resume", registry=registry, backoff=HANDLER_BACKOFF)
-    async def on_resume(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
-        await declare(body, patch, "resume")
-
-    @kopf.on.create(*RESOURCE, id="declare-on-create", registry=registry, backoff=HANDLER_BACKOFF)
-    async def on_create(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
-        await declare(body, patch, "create")
-
-    @kopf.on.update(
-        *RESOURCE, id="declare-on-update", field="spec", registry=registry, backoff=HANDLER_BACKOFF
-    )
-    async def on_update(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
-        await declare(body, patch, "update")
-
-    @kopf.timer(
-        *RESOURCE, id="look", interval=s.status_interval, registry=registry, backoff=HANDLER_BACKOFF
-    )
-    async def on_timer(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
-        await declare(body, patch, "timer")
-
-    @kopf.on.delete(*RESOURCE, id="release", registry=registry, backoff=HANDLER_BACKOFF)
-    async def on_delete(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+    async def release(self, body: kopf.Body, patch: kopf.Patch) -> None:
+        """Wait (up to --delete-wait) for the pool of a deleted resource to go; then kopf
+        removes its finalizer, or writes the status and calls again."""
+        s = self._settings
         meta = body.get("metadata") or {}
         namespace, name = str(meta.get("namespace", "")), str(meta.get("name", ""))
         keep = str((meta.get("annotations") or {}).get(KEEP_PROXIES, "")).lower() == "true"
         previous = body.get("status") or {}
         generation = int(meta.get("generation") or 0)
+        where = {"pool": name, "resource": f"{namespace}/{name}"}
         loop = asyncio.get_running_loop()
         deadline = loop.time() + s.delete_wait
         asked = False
         while True:
-            release = await reconciler.release(
+            release = await self._reconciler.release(
                 namespace, name, generation, previous, keep_proxies=keep
             )
             if release.gone:
-                log.info("pool_operator.released", pool=name, resource=f"{namespace}/{name}",
-                         keep_proxies=keep)  # fmt: skip
+                self._told.pop(str(meta.get("uid", "")), None)
+                log.info("pool_operator.released", **where, keep_proxies=keep)
                 return
             if not asked:
                 asked = True
-                log.info("pool_operator.deleting", pool=name, resource=f"{namespace}/{name}",
-                         members=release.members)  # fmt: skip
+                log.info("pool_operator.deleting", **where, members=release.members)
             if loop.time() >= deadline:
                 break
             await asyncio.sleep(s.delete_poll)
         if release.status is not None:
             _write_status(patch, previous, release.status)
-        # kopf keeps its finalizer, writes the status, and runs this again after the delay.
         raise kopf.TemporaryError(
             f"pool {name}: {release.members} members left to drain and delete",
             delay=s.delete_poll,
         )
+
+
+def register(
+    registry: kopf.OperatorRegistry, reconciler: Reconciler, s: PoolOperatorSettings
+) -> None:
+    """Put the handlers on `registry`."""
+    h = Handlers(reconciler, s)
+    backoff = HANDLER_BACKOFF
+
+    @kopf.on.resume(*RESOURCE, id="declare-on-resume", registry=registry, backoff=backoff)
+    async def on_resume(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+        await h.declare(body, patch, "resume")
+
+    @kopf.on.create(*RESOURCE, id="declare-on-create", registry=registry, backoff=backoff)
+    async def on_create(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+        await h.declare(body, patch, "create")
+
+    @kopf.on.update(
+        *RESOURCE, id="declare-on-update", field="spec", registry=registry, backoff=backoff
+    )
+    async def on_update(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+        await h.declare(body, patch, "update")
+
+    @kopf.timer(*RESOURCE, id="look", interval=s.status_interval, registry=registry,
+                backoff=backoff)  # fmt: skip
+    async def on_timer(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+        await h.declare(body, patch, "timer")
+
+    @kopf.on.delete(*RESOURCE, id="release", registry=registry, backoff=backoff)
+    async def on_delete(body: kopf.Body, patch: kopf.Patch, **_: Any) -> None:
+        await h.release(body, patch)
 
     @kopf.on.login(registry=registry)
     def login(**_: Any) -> kopf.ConnectionInfo:
