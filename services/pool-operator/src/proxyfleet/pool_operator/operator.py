@@ -130,9 +130,17 @@ def bridge_kopf_logs() -> None:
     logger.propagate = False
 
 
+EXPECTED = ("Handler 'release' failed temporarily",)
+"""kopf's words for a wait the handlers chose (a pool still draining): said at ERROR by
+kopf, already logged by the handler as pool_operator.deleting."""
+
+
 class _Bridge(logging.Handler):
     def emit(self, record: logging.LogRecord) -> None:
-        fields: dict[str, Any] = {"kopf_logger": record.name, "message": record.getMessage()}
+        message = record.getMessage()
+        if message.startswith(EXPECTED):
+            return
+        fields: dict[str, Any] = {"kopf_logger": record.name, "message": message}
         ref = getattr(record, "k8s_ref", None)
         if isinstance(ref, dict):
             fields["resource"] = f"{ref.get('namespace', '')}/{ref.get('name', '')}"
