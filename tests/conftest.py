@@ -53,6 +53,7 @@ SLOW_MODULES = {
     "tests/deploy/test_manifests.py",
     "tests/deploy/test_manifests_gcp.py",
     "tests/deploy/test_manifests_k8s.py",
+    "tests/deploy/test_manifests_pool_operator.py",
     "tests/deploy/test_overlays_structure.py",
     "tests/deploy/test_overlays_validate.py",
     "tests/gc/test_gc_cli.py",
@@ -61,11 +62,14 @@ SLOW_MODULES = {
     "tests/health/test_tls.py",
     "tests/k8s/integration/test_gate.py",
     "tests/kvm/test_image_store.py",
+    "tests/pool_operator/test_service.py",
     "tests/provisioner/test_local_adapter.py",
     "tests/provisioner/test_provisioner_process.py",
 }
 """Modules never marked `pure` though no server fixture shows it (paths from the root)."""
-PROCESS_FIXTURES = {"target", "squid", "proxypy", "own_squid", "proxy_state_dir", "stack"}
+PROCESS_FIXTURES = {
+    "target", "squid", "proxypy", "own_squid", "proxy_state_dir", "stack", "fake_api",
+}  # fmt: skip
 """Fixtures that start processes: a test using one is at least `process`."""
 
 

@@ -108,10 +108,12 @@ def test_the_role_is_exactly_the_provisioners_calls_in_the_proxies_namespace(
     overlay: str,
 ) -> None:
     docs = render(overlay)
-    (role,) = of_kind(docs, "Role")
+    role = named(docs, "Role", "proxyfleet-provisioner")
     assert role["metadata"]["namespace"] == PROXIES_NS
     assert role["rules"] == ROLE_RULES
-    (binding,) = of_kind(docs, "RoleBinding")
+    (binding,) = [
+        b for b in of_kind(docs, "RoleBinding") if b["roleRef"]["name"] == role["metadata"]["name"]
+    ]
     assert binding["metadata"]["namespace"] == PROXIES_NS
     assert binding["roleRef"] == {
         "apiGroup": "rbac.authorization.k8s.io",

@@ -19,8 +19,8 @@ from tests.deploy.kube import (
     selects,
 )
 
-TOKEN_MOUNTED = {"provisioner-k8s"}
-"""The only service that calls the Kubernetes API, hence the only mounted token."""
+TOKEN_MOUNTED = {"provisioner-k8s", "pool-operator"}
+"""The services that call the Kubernetes API, hence the only mounted tokens."""
 WRITABLE_ROOT = {"provisioner-local"}
 """Its Squids write outside the state volume (deploy/kubernetes/provisioner-local.yaml)."""
 SERVING_PORTS = {"gateway": ["proxy"]}

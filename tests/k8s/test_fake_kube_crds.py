@@ -25,7 +25,7 @@ Api = Any
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeKube]:
+def fake_api() -> Iterator[FakeKube]:
     """A fake with no pod to run (no target needed): CRDs and their resources only."""
     made = FakeKube().start()
     try:
@@ -35,8 +35,8 @@ def fake() -> Iterator[FakeKube]:
 
 
 @pytest.fixture
-def api_client(fake: FakeKube) -> Iterator[client.ApiClient]:
-    made = client.ApiClient(fake.configuration())
+def api_client(fake_api: FakeKube) -> Iterator[client.ApiClient]:
+    made = client.ApiClient(fake_api.configuration())
     try:
         yield made
     finally:
@@ -79,7 +79,9 @@ def get_json(api_client: client.ApiClient, path: str) -> Any:
     return resp.json()
 
 
-def test_a_crd_is_established_and_discovered(fake: FakeKube, api_client: client.ApiClient) -> None:
+def test_a_crd_is_established_and_discovered(
+    fake_api: FakeKube, api_client: client.ApiClient
+) -> None:
     assert [g["name"] for g in get_json(api_client, "/apis")["groups"]] == ["apiextensions.k8s.io"]
     with pytest.raises(ApiException) as gone:
         client.CustomObjectsApi(api_client).list_namespaced_custom_object(
@@ -116,7 +118,7 @@ def test_a_crd_the_fake_cannot_check_in_full_is_refused(api_client: client.ApiCl
 
 
 def test_create_fills_in_metadata_drops_status_and_prunes_unknown_fields(
-    fake: FakeKube, custom: Api
+    fake_api: FakeKube, custom: Api
 ) -> None:
     body = pool(sise=3, autoscale={"min": 1, "max": 4, "extra": True})
     body["status"] = {"ready": 9}
@@ -134,7 +136,7 @@ def test_create_fills_in_metadata_drops_status_and_prunes_unknown_fields(
     listed = custom.list_namespaced_custom_object(GROUP, VERSION, NS, PLURAL)
     assert (listed["kind"], listed["apiVersion"]) == ("ProxyPoolList", crd.API_VERSION)
     assert [i["metadata"]["name"] for i in listed["items"]] == ["eu"]
-    assert fake.objects(f"{PLURAL}.{GROUP}", NS)[0]["spec"]["size"] == 2
+    assert fake_api.objects(f"{PLURAL}.{GROUP}", NS)[0]["spec"]["size"] == 2
 
 
 def test_strict_field_validation_refuses_an_unknown_field(custom: Api) -> None:
@@ -310,8 +312,8 @@ def test_finalizers_keep_a_deleted_resource_until_they_are_removed(custom: Api) 
     assert answer["kind"] == "Status"  # gone at once: a Status, not the object
 
 
-def test_a_watch_on_custom_resources_resumes_and_bookmarks(fake: FakeKube, custom: Api) -> None:
-    fake.server.bookmark_interval = 0.2
+def test_a_watch_on_custom_resources_resumes_and_bookmarks(fake_api: FakeKube, custom: Api) -> None:
+    fake_api.server.bookmark_interval = 0.2
     create(custom, pool("one"))
     since = custom.list_namespaced_custom_object(GROUP, VERSION, NS, PLURAL)["metadata"][
         "resourceVersion"
@@ -336,11 +338,11 @@ def test_a_watch_on_custom_resources_resumes_and_bookmarks(fake: FakeKube, custo
 
 
 def test_deleting_the_crd_stops_serving_its_resources(
-    fake: FakeKube, custom: Api, api_client: client.ApiClient
+    fake_api: FakeKube, custom: Api, api_client: client.ApiClient
 ) -> None:
     create(custom, pool())
     extensions(api_client).delete_custom_resource_definition(crd.NAME)
-    wait_for(lambda: not fake.objects(f"{PLURAL}.{GROUP}"), what="the pools gone")
+    wait_for(lambda: not fake_api.objects(f"{PLURAL}.{GROUP}"), what="the pools gone")
     with pytest.raises(ApiException) as exc:
         custom.get_namespaced_custom_object(GROUP, VERSION, NS, PLURAL, "eu")
     assert exc.value.status == 404
@@ -348,7 +350,7 @@ def test_deleting_the_crd_stops_serving_its_resources(
 
 
 def test_events_are_posted_and_calls_are_recorded_with_their_group(
-    fake: FakeKube, custom: Api, api_client: client.ApiClient
+    fake_api: FakeKube, custom: Api, api_client: client.ApiClient
 ) -> None:
     create(custom, pool())
     core: Api = client.CoreV1Api(api_client)
@@ -363,6 +365,6 @@ def test_events_are_posted_and_calls_are_recorded_with_their_group(
     assert made.metadata.name.startswith("proxyfleet-pool-")
     assert [e.reason for e in core.list_namespaced_event(NS).items] == ["InvalidSpec"]
     assert {("proxyfleet.io", "create", "proxypools"), ("", "create", "events")} <= (
-        fake.rbac_calls()
+        fake_api.rbac_calls()
     )
-    assert ("apiextensions.k8s.io", "create", "customresourcedefinitions") in fake.rbac_calls()
+    assert ("apiextensions.k8s.io", "create", "customresourcedefinitions") in fake_api.rbac_calls()

@@ -21,7 +21,7 @@ NAMESPACE = "team-a"
 
 
 @pytest.fixture
-def fake() -> Iterator[FakeKube]:
+def fake_api() -> Iterator[FakeKube]:
     """A fake API server with the ProxyPool CRD (no pod runs: no target needed)."""
     made = FakeKube().start()
     try:
@@ -34,8 +34,8 @@ def fake() -> Iterator[FakeKube]:
 
 
 @pytest.fixture
-def api_client(fake: FakeKube) -> Iterator[client.ApiClient]:
-    with client.ApiClient(fake.configuration()) as made:
+def api_client(fake_api: FakeKube) -> Iterator[client.ApiClient]:
+    with client.ApiClient(fake_api.configuration()) as made:
         yield made
 
 
@@ -62,11 +62,11 @@ def registry(redis_client: aioredis.Redis, clock: Clock) -> ProxyRegistry:
 
 @pytest.fixture
 async def operators(
-    fake: FakeKube, redis_url: str, redis_client: aioredis.Redis, tmp_path: Path
+    fake_api: FakeKube, redis_url: str, redis_client: aioredis.Redis, tmp_path: Path
 ) -> AsyncIterator[OperatorFactory]:
     """Operator processes on the fake (namespace team-a by its kubeconfig) and the test's
     clean Redis (`redis_client` flushed it first)."""
-    kubeconfig = fake.write_kubeconfig(tmp_path / "kubeconfig", namespace=NAMESPACE)
+    kubeconfig = fake_api.write_kubeconfig(tmp_path / "kubeconfig", namespace=NAMESPACE)
     factory = OperatorFactory(kubeconfig, redis_url, tmp_path)
     try:
         yield factory

@@ -25,7 +25,7 @@ from proxyfleet.pool_operator.handlers import KEEP_PROXIES
 
 
 async def test_a_proxypool_is_declared_reported_scaled_and_released(
-    fake: FakeKube,
+    fake_api: FakeKube,
     operators: OperatorFactory,
     pools: Pools,
     store: PoolStore,
@@ -75,7 +75,7 @@ async def test_a_spec_the_checks_refuse_gets_a_condition_and_changes_nothing(
 
 
 async def test_a_spec_the_crd_schema_refuses_never_reaches_the_operator(
-    fake: FakeKube, pools: Pools
+    fake_api: FakeKube, pools: Pools
 ) -> None:
     with pytest.raises(ApiException) as exc:
         pools.apply("eu", {"provider": "local", "size": -1})
@@ -157,13 +157,13 @@ async def test_a_redis_reset_brings_the_pool_back(
 
 
 async def test_kubectl_scale_changes_the_size(
-    fake: FakeKube, operators: OperatorFactory, pools: Pools, store: PoolStore, tmp_path: Path
+    fake_api: FakeKube, operators: OperatorFactory, pools: Pools, store: PoolStore, tmp_path: Path
 ) -> None:
     op = operators.start()
     await op.wait_ready()
     pools.apply("eu", {"provider": "local", "size": 2})
     await eventually("the pool in Redis", lambda: store.get("eu"))
-    kubeconfig = fake.write_kubeconfig(tmp_path / "kubectl-config", namespace="team-a")
+    kubeconfig = fake_api.write_kubeconfig(tmp_path / "kubectl-config", namespace="team-a")
     kubectl = str(Path(sys.executable).parent / "kubectl")
     proc = await asyncio.create_subprocess_exec(
         kubectl, "--kubeconfig", str(kubeconfig), "scale", "proxypool/eu", "--replicas", "7",
@@ -201,7 +201,7 @@ async def test_keep_proxies_removes_the_pool_at_once_and_leaves_its_members(
 
 
 async def test_an_idle_pool_costs_no_api_writes(
-    fake: FakeKube, operators: OperatorFactory, pools: Pools, store: PoolStore
+    fake_api: FakeKube, operators: OperatorFactory, pools: Pools, store: PoolStore
 ) -> None:
     op = operators.start()
     await op.wait_ready()
@@ -209,18 +209,20 @@ async def test_an_idle_pool_costs_no_api_writes(
     record = await eventually("the pool in Redis", lambda: store.get("eu"))
     await store.write_status("eu", PoolStatus(desired=2, ready=2, observed_gen=record.gen), 600)
     await eventually("the status written", lambda: _ready_count(pools, "eu", 2))
-    writes = len(_writes(fake))
+    writes = len(_writes(fake_api))
     # Ten looks at 0.3 s each: nothing changed, nothing written.
     await asyncio.sleep(3)
-    assert _writes(fake)[writes:] == []
+    assert _writes(fake_api)[writes:] == []
     await store.write_status("eu", PoolStatus(desired=2, ready=1, observed_gen=record.gen), 600)
     await eventually("the new count", lambda: _ready_count(pools, "eu", 1))
-    assert [c.resource for c in _writes(fake)[writes:]] == ["proxypools/status"]
+    assert [c.resource for c in _writes(fake_api)[writes:]] == ["proxypools/status"]
     assert op.stop() == 0
 
 
-def _writes(fake: FakeKube) -> list[Call]:
-    return [c for c in fake.calls if c.group == "proxyfleet.io" and c.verb in ("patch", "update")]
+def _writes(fake_api: FakeKube) -> list[Call]:
+    return [
+        c for c in fake_api.calls if c.group == "proxyfleet.io" and c.verb in ("patch", "update")
+    ]
 
 
 async def _ready_count(pools: Pools, name: str, ready: int) -> bool:

@@ -33,7 +33,7 @@ async def test_credentials_it_cannot_read_stop_it_with_exit_2(tmp_path: Path) ->
 
 
 async def test_it_waits_for_the_crd_not_ready_then_serves(
-    fake: FakeKube, api_client: client.ApiClient, operators: OperatorFactory, store: PoolStore
+    fake_api: FakeKube, api_client: client.ApiClient, operators: OperatorFactory, store: PoolStore
 ) -> None:
     ext: object = client.ApiextensionsV1Api(api_client)
     ext.delete_custom_resource_definition(crd.NAME)  # type: ignore[attr-defined]
@@ -92,7 +92,7 @@ async def test_a_restart_handles_what_changed_meanwhile(
 
 
 async def test_a_long_delete_says_what_it_waits_for(
-    fake: FakeKube,
+    fake_api: FakeKube,
     operators: OperatorFactory,
     pools: Pools,
     store: PoolStore,

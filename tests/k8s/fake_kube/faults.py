@@ -25,6 +25,8 @@ class Call:
     """The HTTP status answered."""
     group: str = ""
     """The resource's API group ("" for core/v1)."""
+    agent: str = ""
+    """The client's User-Agent (whose call it was, when several clients share the fake)."""
 
 
 @dataclass

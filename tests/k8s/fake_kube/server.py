@@ -146,7 +146,8 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _record(self, req: Request, code: int) -> None:
         if req.verb:
-            call = Call(req.verb, req.resource, req.namespace, req.name, code, req.group)
+            agent = self.headers.get("User-Agent") or ""
+            call = Call(req.verb, req.resource, req.namespace, req.name, code, req.group, agent)
             self.server.faults.record(call)
 
     def _answer(

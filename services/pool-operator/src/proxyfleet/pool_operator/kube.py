@@ -17,6 +17,8 @@ from proxyfleet.common.errors import ConfigError
 from proxyfleet.pool_operator import crd
 from proxyfleet.pool_operator.settings import PoolOperatorSettings
 
+USER_AGENT = "proxyfleet-pool-operator"
+"""The User-Agent of its own calls (kopf's say kopf/<version>)."""
 SERVICE_ACCOUNT_NAMESPACE = Path("/var/run/secrets/kubernetes.io/serviceaccount/namespace")
 
 
@@ -83,6 +85,7 @@ async def crd_missing(access: Access, namespace: str) -> str:
 
     def look() -> str:
         with client.ApiClient(access.configuration) as api:
+            api.user_agent = USER_AGENT
             try:
                 client.CustomObjectsApi(api).list_namespaced_custom_object(
                     crd.GROUP, crd.VERSION, namespace, crd.PLURAL, limit=1, _request_timeout=10
