@@ -54,6 +54,7 @@ SLOW_MODULES = {
     "tests/deploy/test_manifests_gcp.py",
     "tests/deploy/test_manifests_k8s.py",
     "tests/deploy/test_manifests_pool_operator.py",
+    "tests/deploy/test_samples.py",
     "tests/deploy/test_overlays_structure.py",
     "tests/deploy/test_overlays_validate.py",
     "tests/gc/test_gc_cli.py",
