@@ -240,3 +240,21 @@ async def _deleting(store: PoolStore, name: str) -> bool:
 
 async def _gone(pools: Pools, name: str) -> bool:
     return pools.get(name) is None
+
+
+async def test_two_replicas_at_once_repeat_each_other_harmlessly(
+    operators: OperatorFactory, pools: Pools, store: PoolStore, registry: ProxyRegistry
+) -> None:
+    """Production runs two (standalone: no peering): both act on every resource."""
+    first, second = operators.start(), operators.start()
+    await first.wait_ready()
+    await second.wait_ready()
+    await proxypool_journey(pools, store, registry, "eu")
+    first.proc.kill()  # one dies: the other goes on, with no failover to wait for
+    first.proc.wait()
+    pools.apply("us", {"provider": "local", "size": 1})
+    await eventually("us declared by the survivor", lambda: store.get("us"))
+    assert second.stop() == 0
+    for op in (first, second):
+        errors = [line for line in op.lines() if line.get("level") == "error"]
+        assert errors == [], op.log_tail()
