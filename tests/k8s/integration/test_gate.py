@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from kubernetes import client as k8s_client
+from kubernetes import config as k8s_config
 from tests.deploy.kube import KUBERNETES_VERSIONS, kubernetes_validate
-from tests.k8s.integration import cluster_journey, gate, job_runner
+from tests.k8s.integration import cluster_journey, gate, job_runner, proxypool_cluster
 
 from proxyfleet.common.providers_config import load_providers_config
 
@@ -39,7 +41,7 @@ def test_a_run_of_the_module_without_the_switch_reports_one_skip_and_no_pass() -
     )  # fmt: skip
     out = done.stdout + done.stderr
     assert done.returncode == 0, out
-    assert "1 skipped" in out, out
+    assert "2 skipped" in out, out
     assert "passed" not in out, out
     assert "make test-integration-k8s" in out, out
 
@@ -142,3 +144,30 @@ def test_what_the_job_run_applies_validates_strictly(tmp_path: Path) -> None:
     path.write_text(yaml.safe_dump_all(docs))
     done = kubernetes_validate(path, *KUBERNETES_VERSIONS)
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_the_proxypool_step_runs_the_operator_with_the_deploy_role(tmp_path: Path) -> None:
+    docs = proxypool_cluster.rbac_manifests("it-ns")
+    assert [d["kind"] for d in docs] == ["ServiceAccount", "Role", "RoleBinding"]
+    assert {d["metadata"]["namespace"] for d in docs} == {"it-ns"}
+    deployed = [d for d in yaml.safe_load_all(proxypool_cluster.ROLE_FILE.read_text()) if d]
+    assert docs[1]["rules"] == deployed[0]["rules"]
+    assert docs[2]["subjects"] == [
+        {"kind": "ServiceAccount", "name": proxypool_cluster.ACCOUNT, "namespace": "it-ns"}
+    ]
+    cfg = k8s_client.Configuration(host="https://203.0.113.9:6443")
+    (tmp_path / "ca.crt").write_text("not read: the client only passes the path on\n")
+    cfg.ssl_ca_cert = str(tmp_path / "ca.crt")
+    path = proxypool_cluster.token_kubeconfig(cfg, "tok-123", "it-ns", tmp_path / "kc")
+    loaded = k8s_client.Configuration()
+    k8s_config.load_kube_config(  # type: ignore[no-untyped-call]
+        config_file=str(path), client_configuration=loaded, persist_config=False
+    )
+    assert loaded.host == "https://203.0.113.9:6443"
+    assert loaded.ssl_ca_cert == str(tmp_path / "ca.crt")
+    header = loaded.get_api_key_with_prefix("BearerToken") or loaded.get_api_key_with_prefix(
+        "authorization"
+    )
+    assert header == "Bearer tok-123"
+    _, active = k8s_config.list_kube_config_contexts(str(path))  # type: ignore[no-untyped-call]
+    assert active["context"]["namespace"] == "it-ns"

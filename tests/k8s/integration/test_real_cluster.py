@@ -1,7 +1,11 @@
 """Opt-in (`make test-integration-k8s`, PROXYFLEET_INTEGRATION_K8S=1): the journey of
 cluster_journey.py against a real cluster (KUBECONFIG; a kind cluster works): one Squid pod
 ready after a real CONNECT probe, leased, a page fetched through it, reported, released
-(cooldown 409), deleted, and nothing of the installation left in the namespace.
+(cooldown 409), deleted, and nothing of the installation left in the namespace. Then a
+ProxyPool's life (tests/pool_operator/journey.py): the CRD of deploy/ installed, the pool
+operator run on this machine as a ServiceAccount bound to deploy/'s Role, with a Redis of
+its own, and a ProxyPool applied, reported, scaled through /scale and deleted (its
+finalizer held until the pool is gone).
 
 Two modes (PROXYFLEET_K8S_MODE):
 - `job` (default): the journey runs inside the cluster as the Job of job.yaml, in the
@@ -18,9 +22,12 @@ absent), PROXYFLEET_K8S_CONTEXT, PROXYFLEET_K8S_SQUID_IMAGE (default: the provid
 from __future__ import annotations
 
 import os
+import secrets
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
+import redis.asyncio as aioredis
 from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 from tests.k8s.integration.cluster_journey import (
@@ -32,6 +39,12 @@ from tests.k8s.integration.cluster_journey import (
 )
 from tests.k8s.integration.gate import Plan, plan, skip_reason
 from tests.k8s.integration.job_runner import JobRun, figures
+from tests.k8s.integration.proxypool_cluster import operator_access
+from tests.pool_operator.harness import OperatorFactory, Pools
+from tests.pool_operator.journey import proxypool_journey
+
+from proxyfleet.common.clock import SystemClock
+from proxyfleet.common.store import PoolStore, ProxyRegistry
 
 SKIP = skip_reason(os.environ)
 pytestmark = [
@@ -109,3 +122,30 @@ def test_a_real_cluster_runs_the_journey(
     print(f"\nreal cluster ({p.mode}, expose {p.expose}): {got}")
     # Checked again with this machine's credentials, not only the journey's own.
     assert left_over(k8s.CoreV1Api(api), settings) == {}
+
+
+async def test_a_real_cluster_reconciles_a_proxypool(
+    api: k8s.ApiClient,
+    namespace: str,
+    redis_url: str,
+    redis_client: aioredis.Redis,
+    tmp_path: Path,
+) -> None:
+    with operator_access(api, namespace, tmp_path) as kubeconfig:
+        operators = OperatorFactory(kubeconfig, redis_url, tmp_path)
+        try:
+            op = operators.start("--watch-namespaces", namespace)
+            await op.wait_ready(within=120)
+            clock = SystemClock()
+            got = await proxypool_journey(
+                Pools(api, namespace),
+                PoolStore(redis_client, clock),
+                ProxyRegistry(redis_client, clock),
+                f"it-{secrets.token_hex(3)}",
+            )
+            assert op.stop() == 0
+            errors = [line for line in op.lines() if line.get("level") == "error"]
+            assert errors == [], op.log_tail()
+        finally:
+            operators.stop_all()
+    print(f"\nreal cluster ProxyPool: {got}")
