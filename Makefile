@@ -4,7 +4,7 @@ UV ?= $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 export UV_LINK_MODE ?= copy
 
 .PHONY: run test lint fmt setup uv-installed build-packages proxy-packages kvm-packages \
-	system-packages browser-packages bench bench-packages clean generate test-integration-kvm test-integration-gcp test-integration-k8s test-fast asyncapi test-faults test-deploy
+	system-packages browser-packages bench bench-packages clean generate test-integration-kvm test-integration-gcp test-integration-k8s test-fast asyncapi crd test-faults test-deploy
 
 # Debian packages, each installed once: apt runs only for those dpkg does not list as installed.
 BUILD_PACKAGES := libvirt-dev pkg-config
@@ -106,6 +106,9 @@ bench: proxy-packages bench-packages setup ## Measure the hot paths; writes docs
 
 asyncapi: setup ## Regenerate docs/asyncapi.yaml (every subject and body) from the code
 	$(UV) run --frozen python -m proxyfleet.common.asyncapi docs/asyncapi.yaml
+
+crd: setup ## Regenerate the ProxyPool CRD (deploy/kubernetes/core/proxypool-crd.yaml) from PoolSpec
+	$(UV) run --frozen python -m proxyfleet.pool_operator.crd
 
 generate: setup ## Regenerate the blocking Python client (clients/python/.../sync.py) from aio.py
 	$(UV) run --frozen python tools/unasync.py

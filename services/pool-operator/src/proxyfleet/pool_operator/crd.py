@@ -2,7 +2,7 @@
 same field names as the API's PUT body and the providers config's `pools:` section), its
 status ProxyPoolStatus. Pure but for `main`, which writes it:
 
-    python -m proxyfleet.pool_operator.crd            # deploy/kubernetes/core/proxypool-crd.yaml
+    make crd     # python -m proxyfleet.pool_operator.crd: deploy/kubernetes/core/proxypool-crd.yaml
     python -m proxyfleet.pool_operator.crd --check    # exit 1 when the file is stale
 
 The `scale` subresource maps replicas to spec.size and ready members to status.ready, so
@@ -32,7 +32,7 @@ SHORT_NAMES = ["ppool"]
 NAME = f"{PLURAL}.{GROUP}"
 API_VERSION = f"{GROUP}/{VERSION}"
 DOCUMENT = Path("deploy/kubernetes/core/proxypool-crd.yaml")
-COMMAND = "python -m proxyfleet.pool_operator.crd"
+COMMAND = "make crd"
 SPEC_REPLICAS = ".spec.size"
 STATUS_REPLICAS = ".status.ready"
 LABEL_SELECTOR = ".status.selector"
@@ -135,7 +135,9 @@ def render() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog=COMMAND, description="Write the ProxyPool CRD.")
+    parser = argparse.ArgumentParser(
+        prog="python -m proxyfleet.pool_operator.crd", description="Write the ProxyPool CRD."
+    )
     parser.add_argument("target", nargs="?", type=Path, default=DOCUMENT, help="output file")
     parser.add_argument("--check", action="store_true", help="exit 1 when the file differs")
     args = parser.parse_args(argv)
