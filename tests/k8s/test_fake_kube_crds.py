@@ -209,6 +209,14 @@ def test_the_status_subresource_owns_the_status_and_generation_counts_spec_chang
     )
     assert (status["status"], status["spec"]["size"]) == ({"ready": 1}, 2)
     assert status["metadata"]["generation"] == 1
+    put = custom.replace_namespaced_custom_object_status(
+        GROUP, VERSION, NS, PLURAL, "eu", {**status, "status": {"ready": 1, "leased": 1}}
+    )
+    assert put["status"] == {"ready": 1, "leased": 1}
+    status = custom.patch_namespaced_custom_object_status(
+        GROUP, VERSION, NS, PLURAL, "eu", {"status": {"leased": None}}
+    )
+    assert status["status"] == {"ready": 1}
     with pytest.raises(ApiException) as bad:
         custom.patch_namespaced_custom_object_status(
             GROUP, VERSION, NS, PLURAL, "eu", {"status": {"conditions": [{"type": "Ready",
