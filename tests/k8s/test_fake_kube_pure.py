@@ -4,6 +4,7 @@ the squid.conf rewrite the kubelet runs."""
 from __future__ import annotations
 
 import base64
+from typing import Any
 
 import pytest
 from tests.k8s.fake_kube import manifests, pod_files, structural
@@ -297,7 +298,7 @@ def test_structural_schemas_prune_unknown_fields_but_never_metadata() -> None:
             },
         },
     }
-    obj = {
+    obj: dict[str, Any] = {
         "apiVersion": "x/v1", "kind": "X", "metadata": {"name": "n", "labels": {"k": "v"}},
         "spec": {"a": 1, "b": 2, "free": {"any": 1}, "map": {"k": "v"}, "list": [{"c": 1}]},
         "status": {"x": 1},
