@@ -14,13 +14,14 @@ from proxyfleet.common.host.docs import BEGIN, END, settings_tables
 from proxyfleet.gateway.main import SERVICE as GATEWAY
 from proxyfleet.gc.main import SERVICE as GC
 from proxyfleet.health.main import SERVICE as HEALTH
+from proxyfleet.pools.main import SERVICE as POOLS
 from proxyfleet.provisioner_gcp.main import SERVICE as GCP
 from proxyfleet.provisioner_k8s.main import SERVICE as K8S
 from proxyfleet.provisioner_kvm.main import SERVICE as KVM
 from proxyfleet.provisioner_local.main import SERVICE as LOCAL
 
 README = Path(__file__).resolve().parents[2] / "README.md"
-SERVICES: list[Service[Any]] = [API, LOCAL, KVM, GCP, K8S, HEALTH, GC, GATEWAY]
+SERVICES: list[Service[Any]] = [API, LOCAL, KVM, GCP, K8S, HEALTH, GC, POOLS, GATEWAY]
 
 
 def current_block(text: str) -> str:
