@@ -153,11 +153,11 @@ async def test_a_405_says_which_methods_are_allowed(
 @pytest.mark.parametrize(
     ("path", "allowed"),
     [
-        ("/v1/proxies", "GET, OPTIONS, POST"),
-        ("/v1/proxies/p1", "DELETE, GET, OPTIONS"),
-        ("/v1/leases", "GET, OPTIONS, POST"),
-        ("/v1/leases/l1", "DELETE, GET, OPTIONS"),
-        ("/healthz", "GET, OPTIONS"),
+        ("/v1/proxies", "GET, HEAD, OPTIONS, POST"),
+        ("/v1/proxies/p1", "DELETE, GET, HEAD, OPTIONS"),
+        ("/v1/leases", "GET, HEAD, OPTIONS, POST"),
+        ("/v1/leases/l1", "DELETE, GET, HEAD, OPTIONS"),
+        ("/healthz", "GET, HEAD, OPTIONS"),
     ],
 )
 async def test_options_lists_every_method_of_the_path(api: Api, path: str, allowed: str) -> None:
