@@ -78,6 +78,7 @@ async def test_request_bodies_forbid_unknown_fields_in_the_document_too(api: Api
         "CreateProxies",
         "GrantLease",
         "PoolSpec",
+        "Quarantine",
         "ReleaseLease",
         "RenewLease",
         "ReportLease",

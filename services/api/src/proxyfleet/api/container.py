@@ -33,7 +33,12 @@ def build_services(settings: ApiSettings, deps: AppDeps, backends: Backends) -> 
     return Services(
         backends=backends,
         proxies=ProxyService(
-            backends.registry, messages, catalog, deps.clock, settings.idempotency_ttl
+            backends.registry,
+            messages,
+            catalog,
+            deps.clock,
+            backends.pools,
+            settings.idempotency_ttl,
         ),
         leases=LeaseService(
             backends.leases, backends.registry, catalog, settings.default_lease_ttl
