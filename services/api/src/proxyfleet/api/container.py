@@ -41,7 +41,11 @@ def build_services(settings: ApiSettings, deps: AppDeps, backends: Backends) -> 
             settings.idempotency_ttl,
         ),
         leases=LeaseService(
-            backends.leases, backends.registry, catalog, settings.default_lease_ttl
+            backends.leases,
+            backends.registry,
+            catalog,
+            settings.default_lease_ttl,
+            backends.pools,
         ),
         providers=ProviderService(catalog, backends.registry),
         pools=PoolService(backends.pools, deps.providers),
