@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import re
+from pathlib import Path
+
+import msgspec
 import pytest
 
 from proxyfleet.cli.poolfiles import PoolFileError, pool_documents
 from proxyfleet.cli.pools import details, row
 from proxyfleet.client import Pool, PoolDecision, PoolStatus
+from proxyfleet.common.pool_spec import PoolSpec, spec_problem
 
 
 def test_every_document_is_a_pool_and_empty_ones_are_skipped() -> None:
@@ -68,3 +73,14 @@ def test_a_pool_row_before_and_after_its_controller_looked() -> None:
     decision = dict((k, v) for k, v in details(seen))["last decision"]
     assert decision.startswith("scale_up 2 -> 3, ")
     assert decision.endswith(": free below 1")
+
+
+def test_the_pool_files_docs_show_are_pools() -> None:
+    """Every ```yaml block of docs/pools.md that starts with `name:` is a pool file whose
+    specs are pools (checked on their own: the docs' providers are not configured here)."""
+    doc = (Path(__file__).resolve().parents[2] / "docs" / "pools.md").read_text()
+    blocks = [b for b in re.findall(r"```yaml\n(.*?)```", doc, re.DOTALL) if b.startswith("name:")]
+    assert blocks
+    for block in blocks:
+        for name, spec in pool_documents(block, "docs/pools.md"):
+            assert spec_problem(msgspec.convert(spec, PoolSpec)) is None, name
