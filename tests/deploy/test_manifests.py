@@ -202,4 +202,12 @@ def test_health_servers_listen_on_every_interface_by_explicit_choice() -> None:
         for flag in LISTEN_FLAGS.get(container["command"][0], ("--metrics-host",)):
             assert args[args.index(flag) + 1] == "0.0.0.0", (dep["metadata"]["name"], flag)
         checked.add(dep["metadata"]["name"])
-    assert checked == {"api", "gateway", "gc", "health", "provisioner-local", "provisioner-kvm"}
+    assert checked == {
+        "api",
+        "gateway",
+        "gc",
+        "pools",
+        "health",
+        "provisioner-local",
+        "provisioner-kvm",
+    }

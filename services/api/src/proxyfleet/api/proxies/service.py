@@ -3,7 +3,6 @@ the intent (create, delete) in the outbox; the relay publishes them."""
 
 from __future__ import annotations
 
-import secrets
 from typing import TypeVar
 
 from proxyfleet.api.events import Messages
@@ -12,7 +11,7 @@ from proxyfleet.api.metrics import LEASES_REVOKED
 from proxyfleet.api.providers.service import ProviderCatalog
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.errors import Conflict, InvalidInput, NotFound
-from proxyfleet.common.ids import new_proxy_id
+from proxyfleet.common.lifecycle import pending_proxy
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.models import Phase, Proxy, Withheld
 from proxyfleet.common.pool_spec import POOL_LABEL
@@ -31,12 +30,6 @@ def _leased(proxy: Proxy) -> Conflict:
         "pass force=true to revoke the lease and delete it",
         code="proxy_leased",
     )
-
-
-def new_credentials() -> tuple[str, str]:
-    """Per-proxy basic-auth credentials. Both start with a letter, so no tool ever reads
-    them as a command-line option; both are URL-safe."""
-    return f"u{secrets.token_hex(8)}", f"k{secrets.token_urlsafe(24)}"
 
 
 class ProxyService:
@@ -95,24 +88,9 @@ class ProxyService:
         turn = 0 if zone is not None else await self._registry.take_zone_turns(provider.name, count)
         zones = self._catalog.zones_for(provider, zone, count, turn)
         now = self._clock.now()
-        proxies = []
-        for zone_ in zones:
-            username, password = new_credentials()
-            proxies.append(
-                Proxy(
-                    id=new_proxy_id(),
-                    provider=provider.name,
-                    zone=zone_,
-                    phase=Phase.PENDING,
-                    gen=0,
-                    username=username,
-                    password=password,
-                    created_at=now,
-                    updated_at=now,
-                    labels=dict(labels),
-                    placement=dict(placement or {}),
-                )
-            )
+        proxies = [
+            pending_proxy(provider.name, z, now, labels=labels, placement=placement) for z in zones
+        ]
         created = await self._registry.create_many(
             proxies, max_proxies=provider.max_proxies, idempotency=idem
         )
