@@ -1,14 +1,13 @@
 // The dashboard: sign in, load the fleet, then follow the event stream and keep every
 // table current without reloading. Every value from the API reaches the DOM as text.
 
-import { Api, ApiError, errorOf } from "./api.js";
+import { Api, ApiError } from "./api.js";
 import { byId, setText } from "./dom.js";
-import { addEvent, addNote } from "./feed.js";
 import { groupFleet, groupProviders, renderFleet, renderHead } from "./fleet.js";
 import { CreateForm } from "./create.js";
-import { LeaseTable, leaseChange } from "./leases.js";
+import { LeaseTable } from "./leases.js";
+import { Live } from "./live.js";
 import { ProxyTable } from "./proxies.js";
-import { EventStream } from "./sse.js";
 
 const TOKEN_KEY = "proxyfleet.token";
 const TICK_MS = 1000;
@@ -57,6 +56,18 @@ const createForm = new CreateForm(byId("create-form"), {
   },
   describe: (err) => (handleDenied(err) ? null : describe(err)),
 });
+const live = new Live({
+  status: ui.streamStatus,
+  events: ui.events,
+  proxies,
+  leases,
+  isAdmin: () => Boolean(session?.admin),
+  refresh: () => refresh(),
+  proxyChanged,
+  leasesChanged,
+  renderSummary,
+  signOut,
+});
 
 // ---- signing in and out ------------------------------------------------------------
 
@@ -72,11 +83,13 @@ async function signIn(token) {
     admin = false;
   }
   sessionStorage.setItem(TOKEN_KEY, token);
-  session = { api, admin, providers, timers: [], dirtyProxies: new Set(), flushTimer: 0 };
+  const s = { api, admin, providers, timers: [], dirtyProxies: new Set(), flushTimer: 0 };
+  session = s;
   showDashboard();
   await refresh();
-  startStream();
-  session.timers.push(setInterval(tick, TICK_MS), setInterval(() => refresh(), RESYNC_MS));
+  if (s !== session) return; // signed out meanwhile (the token was revoked, say)
+  s.stream = live.start(token, admin);
+  s.timers.push(setInterval(tick, TICK_MS), setInterval(() => refresh(), RESYNC_MS));
 }
 
 function signOut(message = "") {
@@ -97,7 +110,7 @@ function signOut(message = "") {
   ui.login.hidden = false;
   setText(ui.who, "");
   setText(ui.loginError, message);
-  setStream("off", "not connected");
+  live.setState("off", "not connected");
   ui.token.value = "";
   ui.token.focus();
 }
@@ -206,83 +219,6 @@ function leasesChanged() {
     s.leaseTimer = 0;
     refreshLeases();
   }, BATCH_MS);
-}
-
-// ---- the event stream -----------------------------------------------------------------
-
-function startStream() {
-  const s = session;
-  const url = `/v1/events?probes=${s.admin ? "true" : "false"}`;
-  let connectedBefore = false;
-  s.stream = new EventStream(url, s.api.token, {
-    onMessage: (message) => onStreamMessage(message),
-    onState: (state, detail) => {
-      if (state === "live") {
-        setStream("live", "live");
-        if (connectedBefore) addNote(ui.events, "event stream reconnected", now());
-        connectedBefore = true;
-        refresh(); // what changed before the stream was open (or while it was down)
-      } else if (state === "connecting") {
-        setStream("connecting", "connecting\u2026");
-      } else if (state === "retrying") {
-        const seconds = Math.round(detail.delay / 1000);
-        setStream("retrying", `event stream down (${detail.reason}): retrying in ${seconds} s`);
-      }
-    },
-    onDenied: async (response) => {
-      const err = await errorOf(response);
-      setStream("off", `event stream refused: ${err.describe()}`);
-      if (response.status === 401) signOut(`Signed out: ${err.describe()}`);
-    },
-  });
-  s.stream.start();
-}
-
-function onStreamMessage(message) {
-  if (message.event === "ready") return;
-  if (message.event === "gap") {
-    // the server dropped messages this page read too slowly: what they said is refetched
-    addNote(ui.events, "some events were lost (the page read too slowly): refetched", now());
-    refresh();
-    return;
-  }
-  let body;
-  try {
-    body = JSON.parse(message.data);
-  } catch {
-    return; // not ours to show
-  }
-  if (!body || typeof body !== "object") return;
-  if (message.event === "probe") {
-    proxies.probe(body, now());
-    return;
-  }
-  if (typeof body.type !== "string") return;
-  addEvent(ui.events, body);
-  const [kind, what] = body.type.split(".");
-  if (kind === "proxy" && body.proxy_id) {
-    if (what !== "adopted") proxies.setPhase(body.proxy_id, what, now());
-    renderSummary();
-    proxyChanged(body.proxy_id);
-  } else if (kind === "lease") {
-    onLeaseEvent(body);
-  }
-}
-
-function onLeaseEvent(event) {
-  const change = leaseChange(event);
-  // a client token may hear of others' leases; it lists only its own, so it refetches
-  if (change?.remove) leases.remove(change.remove);
-  else if (change?.renewed && leases.rows.has(change.renewed.lease_id)) {
-    leases.upsert(change.renewed, now());
-  } else if (change?.granted && session?.admin) leases.upsert(change.granted, now());
-  leasesChanged();
-  if (event.proxy_id && session?.admin) proxyChanged(event.proxy_id); // its `leased`
-}
-
-function setStream(state, text) {
-  ui.streamStatus.dataset.state = state;
-  setText(ui.streamStatus, text);
 }
 
 // ---- creating and deleting -------------------------------------------------------------
