@@ -5,6 +5,7 @@ import { errorOf } from "./api.js";
 import { setText } from "./dom.js";
 import { addEvent, addNote } from "./feed.js";
 import { leaseChange } from "./leases.js";
+import { WITHHELD_BY_EVENT } from "./proxies.js";
 import { EventStream } from "./sse.js";
 
 const now = () => Date.now() / 1000;
@@ -74,7 +75,12 @@ export class Live {
     addEvent(this.events, body);
     const [kind, what] = body.type.split(".");
     if (kind === "proxy" && body.proxy_id) {
-      if (what !== "adopted") this.proxies.setPhase(body.proxy_id, what, now());
+      if (WITHHELD_BY_EVENT.has(what)) {
+        const withheld = WITHHELD_BY_EVENT.get(what);
+        this.proxies.setWithheld(body.proxy_id, withheld, body.data?.reason || "", now());
+      } else if (what !== "adopted") {
+        this.proxies.setPhase(body.proxy_id, what, now());
+      }
       this.renderSummary();
       this.proxyChanged(body.proxy_id);
     } else if (kind === "lease") {

@@ -8,6 +8,7 @@ import { CreateForm } from "./create.js";
 import { LeaseTable } from "./leases.js";
 import { Live } from "./live.js";
 import { ProxyTable } from "./proxies.js";
+import { QuarantineDialog } from "./quarantine.js";
 
 const TOKEN_KEY = "proxyfleet.token";
 const TICK_MS = 1000;
@@ -44,16 +45,21 @@ const ui = {
 let session = null; // {api, admin, providers, stream, timers, dirtyProxies, ...} while signed in
 
 const proxies = new ProxyTable(byId("proxies-body"), {
-  canDelete: () => Boolean(session?.admin),
-  onDelete: deleteProxy,
+  canAct: () => Boolean(session?.admin),
+  onDelete: (id) => proxyAction("Delete", id, "DELETE", ""),
+  onQuarantine: (id) => quarantine.open(id),
+  onRelease: (id) => proxyAction("Release", id, "DELETE", "/quarantine"),
+});
+const quarantine = new QuarantineDialog(byId("quarantine-dialog"), {
+  send: (id, reason) =>
+    session.api.call("POST", `/v1/proxies/${encodeURIComponent(id)}/quarantine`, { reason }),
+  onDone: (proxy) => showProxies([proxy]),
+  describe: (err) => (handleDenied(err) ? null : describe(err)),
 });
 const leases = new LeaseTable(byId("leases-body"), byId("lease-count"));
 const createForm = new CreateForm(byId("create-form"), {
   create: (body) => session.api.call("POST", "/v1/proxies", body),
-  onCreated: (items) => {
-    for (const proxy of items) proxies.upsert(proxy, now());
-    renderSummary();
-  },
+  onCreated: showProxies,
   describe: (err) => (handleDenied(err) ? null : describe(err)),
 });
 const live = new Live({
@@ -101,6 +107,7 @@ function signOut(message = "") {
   }
   session = null;
   sessionStorage.removeItem(TOKEN_KEY);
+  quarantine.close();
   proxies.clear();
   leases.clear();
   ui.events.replaceChildren();
@@ -221,19 +228,27 @@ function leasesChanged() {
   }, BATCH_MS);
 }
 
-// ---- creating and deleting -------------------------------------------------------------
+// ---- acting on a proxy ----------------------------------------------------------------
 
-async function deleteProxy(id) {
+/** Delete (DELETE /v1/proxies/{id}) or release (DELETE .../quarantine): the proxy the API
+ *  answers is shown; a refusal's message goes above the table. */
+async function proxyAction(what, id, method, suffix) {
   const s = session;
   if (!s) return;
   setText(ui.actionError, "");
   try {
-    const proxy = await s.api.call("DELETE", `/v1/proxies/${encodeURIComponent(id)}`);
-    proxies.upsert(proxy, now());
-    renderSummary();
+    const proxy = await s.api.call(method, `/v1/proxies/${encodeURIComponent(id)}${suffix}`);
+    if (s === session) showProxies([proxy]);
   } catch (err) {
-    if (!handleDenied(err)) setText(ui.actionError, `Delete of ${id} failed: ${describe(err)}`);
+    if (!handleDenied(err)) setText(ui.actionError, `${what} of ${id} failed: ${describe(err)}`);
   }
+}
+
+/** Proxies as the API answered an action on them (create, delete, quarantine, release). */
+function showProxies(items) {
+  if (!session) return;
+  for (const proxy of items) proxies.upsert(proxy, now());
+  renderSummary();
 }
 
 // ---- helpers ---------------------------------------------------------------------------
