@@ -40,7 +40,16 @@ export function eventDetails(event) {
   if (d.client) parts.push(`client ${d.client}`);
   if (d.outcome) parts.push(`outcome ${d.outcome}`);
   if (d.epoch !== undefined && d.epoch !== null) parts.push(`epoch ${d.epoch}`);
+  if (d.size !== undefined && d.size !== null) {
+    parts.push(
+      d.from_size !== undefined && d.from_size !== null
+        ? `size ${d.from_size} \u2192 ${d.size}`
+        : `size ${d.size}`,
+    );
+  }
+  if (d.condition) parts.push(`${d.condition} ${d.status ? "true" : "false"}`);
   if (d.by) parts.push(`by ${d.by}`);
   if (d.reason) parts.push(`reason: ${d.reason}`);
+  if (d.message) parts.push(d.message);
   return parts.join(", ");
 }

@@ -11,7 +11,7 @@ import { EventStream } from "./sse.js";
 const now = () => Date.now() / 1000;
 
 export class Live {
-  /** status: the header's line; events: the feed; proxies, leases: the tables;
+  /** status: the header's line; events: the feed; proxies, leases, pools: the tables;
    *  isAdmin(); refresh() refetches everything; proxyChanged(id) and leasesChanged()
    *  refetch in batches; renderSummary() recounts the fleet; signOut(message). */
   constructor(deps) {
@@ -85,6 +85,8 @@ export class Live {
       this.proxyChanged(body.proxy_id);
     } else if (kind === "lease") {
       this.lease(body);
+    } else if (kind === "pool") {
+      this.pools.changed(); // the event says what changed, the status has the figures
     }
   }
 

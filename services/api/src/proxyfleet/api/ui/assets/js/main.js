@@ -7,6 +7,7 @@ import { groupFleet, groupProviders, renderFleet, renderHead } from "./fleet.js"
 import { CreateForm } from "./create.js";
 import { LeaseTable } from "./leases.js";
 import { Live } from "./live.js";
+import { PoolPanel } from "./pools.js";
 import { ProxyTable } from "./proxies.js";
 import { QuarantineDialog } from "./quarantine.js";
 
@@ -56,6 +57,11 @@ const quarantine = new QuarantineDialog(byId("quarantine-dialog"), {
   onDone: (proxy) => showProxies([proxy]),
   describe: (err) => (handleDenied(err) ? null : describe(err)),
 });
+// /v1/pools takes only an admin token: the panel is shown (and polled) for admins only
+const pools = new PoolPanel(byId("pools"), {
+  load: async () => (await session.api.get("/v1/pools")).items,
+  describe: (err) => (handleDenied(err) ? null : describe(err)),
+});
 const leases = new LeaseTable(byId("leases-body"), byId("lease-count"));
 const createForm = new CreateForm(byId("create-form"), {
   create: (body) => session.api.call("POST", "/v1/proxies", body),
@@ -67,6 +73,7 @@ const live = new Live({
   events: ui.events,
   proxies,
   leases,
+  pools,
   isAdmin: () => Boolean(session?.admin),
   refresh: () => refresh(),
   proxyChanged,
@@ -92,6 +99,7 @@ async function signIn(token) {
   const s = { api, admin, providers, timers: [], dirtyProxies: new Set(), flushTimer: 0 };
   session = s;
   showDashboard();
+  if (admin) pools.start();
   await refresh();
   if (s !== session) return; // signed out meanwhile (the token was revoked, say)
   s.stream = live.start(token, admin);
@@ -108,6 +116,7 @@ function signOut(message = "") {
   session = null;
   sessionStorage.removeItem(TOKEN_KEY);
   quarantine.close();
+  pools.stop();
   proxies.clear();
   leases.clear();
   ui.events.replaceChildren();
@@ -148,6 +157,7 @@ async function refresh() {
     const [providers, proxyList] = await Promise.all([
       s.api.get("/v1/providers").then((b) => b.items),
       s.admin ? s.api.all("/v1/proxies") : Promise.resolve(null),
+      pools.refresh(), // shows its own errors
     ]);
     if (s !== session) return;
     s.providers = providers;
