@@ -1,7 +1,7 @@
 // The dashboard: sign in, load the fleet, then follow the event stream and keep every
 // table current without reloading. Every value from the API reaches the DOM as text.
 
-import { Api, ApiError } from "./api.js";
+import { Api, ApiError, describe } from "./api.js";
 import { byId, setText } from "./dom.js";
 import { groupFleet, groupProviders, renderFleet, renderHead } from "./fleet.js";
 import { CreateForm } from "./create.js";
@@ -13,8 +13,7 @@ import { QuarantineDialog } from "./quarantine.js";
 
 const TOKEN_KEY = "proxyfleet.token";
 const TICK_MS = 1000;
-/** A full refetch this often, in case the stream missed something (it also follows every
- *  reconnect). */
+/** A full refetch this often, in case the stream missed something (and on each reconnect). */
 const RESYNC_MS = 30000;
 /** Changes the stream reports are fetched in batches at most this often. */
 const BATCH_MS = 250;
@@ -31,7 +30,6 @@ const ui = {
   dashboard: byId("dashboard"),
   logout: byId("logout"),
   who: byId("who"),
-  streamStatus: byId("stream-status"),
   loadError: byId("load-error"),
   fleetHead: byId("fleet-head"),
   fleetBody: byId("fleet-body"),
@@ -69,7 +67,7 @@ const createForm = new CreateForm(byId("create-form"), {
   describe: (err) => (handleDenied(err) ? null : describe(err)),
 });
 const live = new Live({
-  status: ui.streamStatus,
+  status: byId("stream-status"),
   events: ui.events,
   proxies,
   leases,
@@ -206,12 +204,8 @@ function proxyChanged(id) {
     s.flushTimer = 0;
     const ids = [...s.dirtyProxies];
     s.dirtyProxies.clear();
-    if (!s.admin) {
-      await refresh(); // counts from /v1/providers
-      return;
-    }
-    if (ids.length > MAX_SINGLE_FETCHES) {
-      await refresh();
+    if (!s.admin || ids.length > MAX_SINGLE_FETCHES) {
+      await refresh(); // a client token's counts come from /v1/providers; many: one list
       return;
     }
     await Promise.all(ids.map((pid) => fetchProxy(s, pid)));
@@ -240,8 +234,7 @@ function leasesChanged() {
 
 // ---- acting on a proxy ----------------------------------------------------------------
 
-/** Delete (DELETE /v1/proxies/{id}) or release (DELETE .../quarantine): the proxy the API
- *  answers is shown; a refusal's message goes above the table. */
+/** Delete or release (DELETE .../quarantine); a refusal's message goes above the table. */
 async function proxyAction(what, id, method, suffix) {
   const s = session;
   if (!s) return;
@@ -262,10 +255,6 @@ function showProxies(items) {
 }
 
 // ---- helpers ---------------------------------------------------------------------------
-
-function describe(err) {
-  return err instanceof ApiError ? err.describe() : String(err?.message || err);
-}
 
 /** A 401 means the token is no longer valid: back to the sign-in form, saying why. */
 function handleDenied(err) {
