@@ -3,47 +3,9 @@ layout, the fleet's grouping), run in the real browser as the page runs them."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator
-from typing import Any
 
-import pytest
-import uvicorn
-from litestar import Litestar
-from tests.ui.conftest import Tab
-
-from proxyfleet.api.ui.controller import ui_router
-from proxyfleet.devstack.servers import free_port
-
-
-@pytest.fixture(scope="module")
-async def ui_url() -> AsyncIterator[str]:
-    """The API's /ui routes alone, served by uvicorn in this loop (no backends: these
-    tests call no API)."""
-    port = free_port()
-    app = Litestar(route_handlers=[ui_router()], logging_config=None)
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
-    )
-    task = asyncio.create_task(server.serve())
-    for _ in range(500):  # 5 s at most
-        if server.started or task.done():
-            break
-        await asyncio.sleep(0.01)
-    assert server.started, "uvicorn did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    await task
-
-
-async def _run(tab: Tab, url: str, module: str, body: str) -> Any:
-    """Evaluates `body` (a function of the module `m`) in the page, after loading /ui."""
-    if not tab.page.url.startswith(url):
-        await tab.page.goto(f"{url}/ui")
-    script = f"async () => {{ const m = await import('/ui/assets/js/{module}'); {body} }}"
-    return await tab.page.evaluate(script)
-
+from tests.ui.conftest import Tab, run_module
 
 READY_BODY = '{"type": "proxy.ready", "note": "d\u00e9j\u00e0"}'
 STREAM = (
@@ -85,7 +47,7 @@ async def test_the_sse_parser_gives_the_same_messages_however_the_stream_is_cut(
         const oneByOne = [...stream].flatMap((c) => byChar.push(c));
         return {{ whole, cuts, oneByOne, retry: byChar.retry }};
     """
-    got = await _run(tab, ui_url, "sse.js", body)
+    got = await run_module(tab, ui_url, "sse.js", body)
     assert got["whole"] == EXPECTED
     assert got["cuts"] == []
     assert got["oneByOne"] == EXPECTED
@@ -93,7 +55,9 @@ async def test_the_sse_parser_gives_the_same_messages_however_the_stream_is_cut(
 
 
 async def test_reconnects_back_off_doubling_up_to_a_cap(tab: Tab, ui_url: str) -> None:
-    got = await _run(tab, ui_url, "sse.js", "return [0, 1, 2, 3, 4, 5, 6, 100].map(m.backoff);")
+    got = await run_module(
+        tab, ui_url, "sse.js", "return [0, 1, 2, 3, 4, 5, 6, 100].map(m.backoff);"
+    )
     assert got == [1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]
 
 
@@ -110,7 +74,7 @@ async def test_durations_countdowns_and_latencies_read_as_people_write_them(
             m.eventDetails({data: {holder: "h", target: "t", epoch: 3, reason: "r"}}),
         };
     """
-    got = await _run(tab, ui_url, "format.js", body)
+    got = await run_module(tab, ui_url, "format.js", body)
     assert got["durations"] == [
         "0s", "5s", "59s", "1m 00s", "1m 01s", "59m 59s", "1h 00m", "1h 01m", "23h 59m",
         "1d 00h", "1d 01h", "0s",
@@ -135,7 +99,7 @@ async def test_the_sparkline_keeps_the_last_minutes_and_scales_to_its_highest_pr
         const none = m.layout([], 1310);
         return {kept, box, young: [young.span, young.points], none: [none.span, none.count]};
     """
-    got = await _run(tab, ui_url, "sparkline.js", body)
+    got = await run_module(tab, ui_url, "sparkline.js", body)
     assert got["kept"] == [1150, 1300, 1310]  # t=1000 is older than five minutes at 1310
     box = got["box"]
     assert box["top"] == 20
@@ -163,7 +127,7 @@ async def test_the_fleet_is_counted_by_provider_zone_and_phase(tab: Tab, ui_url:
           byProvider: m.groupProviders([{name: "a", counts: {ready: 2, deleted: 5, failed: 1}}]),
         };
     """
-    got = await _run(tab, ui_url, "fleet.js", body)
+    got = await run_module(tab, ui_url, "fleet.js", body)
     assert got["fleet"] == [
         {"provider": "a", "zone": "a1", "counts": {"ready": 2, "booting": 1}, "total": 3},
         {"provider": "a", "zone": "a2", "counts": {}, "total": 0},
@@ -185,7 +149,7 @@ async def test_markup_in_data_stays_text(tab: Tab, ui_url: str) -> None:
         const elements = node.children.length + li.querySelectorAll("img, b").length;
         return {text: node.textContent, elements, owned: window.__owned === 1};
     """
-    got = await _run(tab, ui_url, "dom.js", body)
+    got = await run_module(tab, ui_url, "dom.js", body)
     assert got == {
         "text": '<img src=x onerror="window.__owned = 1"><b>bold</b>',
         "elements": 0,
@@ -206,7 +170,7 @@ async def test_lease_events_say_what_changes_in_the_table(tab: Tab, ui_url: str)
           m.leaseChange({type: "lease.granted", data: {}}),
         ];
     """
-    got = await _run(tab, ui_url, "leases.js", body)
+    got = await run_module(tab, ui_url, "leases.js", body)
     assert got == [
         {
             "granted": {
@@ -251,93 +215,6 @@ async def test_a_list_older_than_an_event_neither_drops_nor_revives_a_row(
         table.replaceAll([lease("listed", 600)], Date.now() / 1000, Date.now() / 1000 + 1);
         return {order, later: [...body.children].map((tr) => tr.dataset.leaseId)};
     """
-    got = await _run(tab, ui_url, "leases.js", body)
+    got = await run_module(tab, ui_url, "leases.js", body)
     assert got["order"] == ["new", "old", "listed"]
     assert got["later"] == ["listed"]  # a list newer than everything is the truth
-
-
-async def test_a_pool_lists_only_the_conditions_not_as_they_should_be(
-    tab: Tab, ui_url: str
-) -> None:
-    body = """
-        const c = (type, status, message = "") => ({type, status, reason: "R", message, since: 1});
-        const pool = {name: "eu", desired: 4, status: {
-          desired: 4, ready: 3, leased: 1, free: 2, draining: 1, quarantined: 0,
-          oldest_age: 3725.5,
-          conditions: [c("Ready", false, "3 of 4 ready"), c("Progressing", true),
-                       c("Recycling", true, "1 members past max_age"),
-                       c("CapacityExceeded", true, "1 members could not be created: full"),
-                       c("ProviderFailing", false), c("OwnerConflict", true)],
-        }};
-        const fine = {name: "ok", desired: 1, status: {desired: 1, ready: 1, oldest_age: 0,
-                      conditions: [c("Ready", true), c("Progressing", false)]}};
-        const fresh = {name: "new", desired: 2, status: null};
-        return {
-          problems: m.poolProblems(pool).map(m.problemText),
-          none: [m.poolProblems(fine), m.poolProblems(fresh)],
-          figures: [m.poolFigures(pool), m.poolFigures(fine), m.poolFigures(fresh)],
-        };
-    """
-    got = await _run(tab, ui_url, "pools.js", body)
-    assert got["problems"] == [
-        "not Ready: 3 of 4 ready",
-        "CapacityExceeded: 1 members could not be created: full",
-        "OwnerConflict",  # a condition the page does not know: a problem when true
-    ]
-    assert got["none"] == [[], []]
-    dash = "\u2014"
-    assert got["figures"] == [
-        {"desired": "4", "noStatus": False, "ready": "3", "leased": "1", "free": "2",
-         "draining": "1", "quarantined": "0", "oldest": "1h 02m"},
-        {"desired": "1", "noStatus": False, "ready": "1", "leased": "0", "free": "0",
-         "draining": "0", "quarantined": "0", "oldest": dash},
-        {"desired": "2", "noStatus": True, "ready": dash, "leased": dash, "free": dash,
-         "draining": dash, "quarantined": dash, "oldest": dash},
-    ]  # fmt: skip
-
-
-async def test_pool_and_withhold_events_read_in_the_feed(tab: Tab, ui_url: str) -> None:
-    body = """
-        return [
-          {type: "pool.scaled", pool: "eu", data: {size: 4, from_size: 3, reason: "refused"}},
-          {type: "pool.condition", pool: "eu",
-           data: {condition: "CapacityExceeded", status: true, reason: "NoRoom", message: "full"}},
-          {type: "pool.condition", pool: "eu", data: {condition: "Ready", status: false}},
-          {type: "proxy.quarantined", pool: "eu", data: {reason: "blocked", by: "ops"}},
-          {type: "proxy.unquarantined", pool: "", data: {by: "ops"}},
-        ].map(m.eventDetails);
-    """
-    got = await _run(tab, ui_url, "format.js", body)
-    assert got == [
-        "pool eu, size 3 \u2192 4, reason: refused",
-        "pool eu, CapacityExceeded true, reason: NoRoom, full",
-        "pool eu, Ready false",
-        "pool eu, by ops, reason: blocked",
-        "by ops",
-    ]
-
-
-async def test_withhold_events_set_a_proxys_withheld(tab: Tab, ui_url: str) -> None:
-    """What the stream's proxy.drained / quarantined / unquarantined make of a row, before
-    its refetch: never a phase of that name."""
-    body = """
-        const table = new m.ProxyTable(document.createElement("tbody"), {
-          canAct: () => true, onDelete() {}, onQuarantine() {}, onRelease() {}});
-        table.upsert({id: "p1", provider: "a", zone: "z", phase: "ready", created_at: 0,
-                      pool: "eu", withheld: "", withheld_reason: ""}, 10);
-        const seen = [];
-        for (const what of ["drained", "quarantined", "unquarantined"]) {
-          const reason = what === "unquarantined" ? "" : "why";
-          table.setWithheld("p1", m.WITHHELD_BY_EVENT.get(what), reason, 11);
-          const tr = table.rows.get("p1").tr;
-          const shown = (id) => !tr.querySelector(`[data-testid=${id}]`).hidden;
-          seen.push([tr.dataset.phase, tr.dataset.withheld, shown("quarantine"), shown("release")]);
-        }
-        return seen;
-    """
-    got = await _run(tab, ui_url, "proxies.js", body)
-    assert got == [
-        ["ready", "draining", True, False],
-        ["ready", "quarantined", False, True],
-        ["ready", "", True, False],
-    ]
