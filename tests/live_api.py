@@ -26,6 +26,7 @@ from proxyfleet.api.deps import AppDeps
 from proxyfleet.common.clock import SystemClock
 from proxyfleet.common.messaging import connect_nats
 from proxyfleet.common.models import Event, Phase, Proxy
+from proxyfleet.common.pool_spec import POOL_LABEL
 from proxyfleet.common.store import ProxyRegistry, connect_redis
 
 T = TypeVar("T")
@@ -59,9 +60,11 @@ class LiveApi:
         port: int = 3128,
         username: str = "user",
         password: str = PROXY_PASSWORD,
+        pool: str = "",
     ) -> None:
-        """A ready proxy straight through the registry (what provisioner and health do)."""
-        self.run(_make_ready(self.registry, pid, zone, port, username, password))
+        """A ready proxy straight through the registry (what provisioner and health do),
+        a member of `pool` when given."""
+        self.run(_make_ready(self.registry, pid, zone, port, username, password, pool))
 
     def events_of(self, event_type: str, lease_id: str) -> list[Event]:
         return [e for e in list(self.events) if e.type == event_type and e.lease_id == lease_id]
@@ -81,7 +84,13 @@ async def _coroutine(awaitable: Awaitable[T]) -> T:
 
 
 async def _make_ready(
-    registry: ProxyRegistry, pid: str, zone: str, port: int, username: str, password: str
+    registry: ProxyRegistry,
+    pid: str,
+    zone: str,
+    port: int,
+    username: str,
+    password: str,
+    pool: str = "",
 ) -> None:
     now = SystemClock().now()
     proxy = Proxy(
@@ -94,6 +103,8 @@ async def _make_ready(
         password=password,
         created_at=now,
         updated_at=now,
+        pool=pool,
+        labels={POOL_LABEL: pool} if pool else {},
     )
     assert await registry.create(proxy)
     await registry.transition(pid, Phase.PROVISIONING)

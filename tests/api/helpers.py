@@ -23,6 +23,7 @@ from proxyfleet.api.head import with_head
 from proxyfleet.api.settings import ApiSettings
 from proxyfleet.common.clock import ManualClock
 from proxyfleet.common.models import Event, Phase, Proxy
+from proxyfleet.common.pool_spec import POOL_LABEL
 from proxyfleet.common.providers_config import ProvidersConfig, parse_providers_config
 from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import ProxyRegistry
@@ -193,9 +194,12 @@ async def ready_proxy(
     zone: str = "z1",
     labels: dict[str, str] | None = None,
     port: int = 3128,
+    pool: str = "",
 ) -> Proxy:
-    """A proxy made ready directly through the registry (what provisioner + health do)."""
+    """A proxy made ready directly through the registry (what provisioner + health do);
+    with `pool`, a member of it as the pool controller creates one (pool and label)."""
     now = api.clock.now()
+    labels = {**(labels or {}), POOL_LABEL: pool} if pool else labels
     proxy = Proxy(
         id=pid,
         provider=provider,
@@ -207,6 +211,7 @@ async def ready_proxy(
         created_at=now,
         updated_at=now,
         labels=labels or {},
+        pool=pool,
     )
     assert await api.registry.create(proxy)
     await api.registry.transition(pid, Phase.PROVISIONING)

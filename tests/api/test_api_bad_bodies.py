@@ -39,6 +39,9 @@ async def test_every_route_with_a_body_is_covered(api: Api) -> None:
     assert ("POST", "/v1/leases/some-id/renew") in routes
     assert ("POST", "/v1/leases/some-id/report") in routes
     assert ("POST", "/v1/leases/some-id/release") in routes
+    assert ("PUT", "/v1/pools/some-id") in routes
+    assert ("PATCH", "/v1/pools/some-id") in routes
+    assert ("POST", "/v1/proxies/some-id/quarantine") in routes
 
 
 @pytest.mark.parametrize("shape", sorted(DEEP_BODIES))

@@ -72,11 +72,13 @@ async def test_request_bodies_forbid_unknown_fields_in_the_document_too(api: Api
     bodies = [
         op["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
         for _, _, op in _operations(doc)
-        if "requestBody" in op
+        if "application/json" in op.get("requestBody", {}).get("content", {})
     ]
     assert sorted(bodies) == [
         "CreateProxies",
         "GrantLease",
+        "PoolSpec",
+        "Quarantine",
         "ReleaseLease",
         "RenewLease",
         "ReportLease",
@@ -86,6 +88,10 @@ async def test_request_bodies_forbid_unknown_fields_in_the_document_too(api: Api
     r = await api.admin.post("/v1/proxies", json={"provider": PROVIDER, "colour": "red"})
     assert r.status_code == 400
     assert "unknown field `colour`" in r.json()["message"]
+    # a merge patch is any object: its unknown fields are refused once merged into the spec
+    (patch,) = [op for m, p, op in _operations(doc) if (m, p) == ("PATCH", "/v1/pools/{name}")]
+    merge = patch["requestBody"]["content"]["application/merge-patch+json"]["schema"]
+    assert merge["type"] == "object"
 
 
 async def test_the_document_keeps_the_bounds_the_api_applies(api: Api) -> None:
@@ -153,11 +159,11 @@ async def test_a_405_says_which_methods_are_allowed(
 @pytest.mark.parametrize(
     ("path", "allowed"),
     [
-        ("/v1/proxies", "GET, OPTIONS, POST"),
-        ("/v1/proxies/p1", "DELETE, GET, OPTIONS"),
-        ("/v1/leases", "GET, OPTIONS, POST"),
-        ("/v1/leases/l1", "DELETE, GET, OPTIONS"),
-        ("/healthz", "GET, OPTIONS"),
+        ("/v1/proxies", "GET, HEAD, OPTIONS, POST"),
+        ("/v1/proxies/p1", "DELETE, GET, HEAD, OPTIONS"),
+        ("/v1/leases", "GET, HEAD, OPTIONS, POST"),
+        ("/v1/leases/l1", "DELETE, GET, HEAD, OPTIONS"),
+        ("/healthz", "GET, HEAD, OPTIONS"),
     ],
 )
 async def test_options_lists_every_method_of_the_path(api: Api, path: str, allowed: str) -> None:

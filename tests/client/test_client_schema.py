@@ -26,6 +26,12 @@ MODEL_OF_SCHEMA: dict[str, type[msgspec.Struct]] = {
     "ProxyBatch": models.ProxyBatch,
     "ProviderOut": models.Provider,
     "ProviderList": models.ProviderList,
+    "PoolRecord": models.Pool,
+    "PoolStatus": models.PoolStatus,
+    "PoolList": models.PoolList,
+    "Condition": models.PoolCondition,
+    "Decision": models.PoolDecision,
+    "KeptProxies": models.KeptProxies,
 }
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import yaml
 
 from proxyfleet.common import asyncapi, subjects
+from proxyfleet.common.models import EventType
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -28,6 +29,8 @@ def test_every_subject_family_is_documented() -> None:
         subjects.intent_create(provider),
         subjects.intent_delete(provider),
         subjects.event_subject("proxy.{phase}"),
+        subjects.event_subject("proxy.{rotation}"),
+        subjects.event_subject("pool.{change}"),
         subjects.event_subject("lease.{action}"),
         subjects.probe_subject("{proxy_id}"),
         subjects.resources_request(provider),
@@ -42,3 +45,15 @@ def test_bodies_carry_the_msgspec_schemas() -> None:
     probe = schemas[f"{subjects.probe_subject('{proxy_id}')}:publish:Message:Payload"]
     assert probe["required"] == ["proxy_id", "time", "ok", "latency_ms"]
     assert schemas["ResourceList"]["required"] == ["provider", "resources"]
+
+
+def test_every_event_type_has_a_documented_subject() -> None:
+    document = yaml.safe_load(asyncapi.render())
+    channels = {c["address"]: c for c in document["channels"].values() if c.get("address")}
+    documented = set()
+    for address, channel in channels.items():
+        family = address.removeprefix(f"{subjects.EVENT_PREFIX}.")
+        for name, parameter in (channel.get("parameters") or {}).items():
+            documented |= {family.replace(f"{{{name}}}", v) for v in parameter.get("enum", [])}
+    missing = {t.value for t in EventType} - documented
+    assert not missing, missing

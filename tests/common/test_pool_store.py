@@ -50,6 +50,10 @@ async def test_a_grant_by_pool_takes_only_members_and_counts_refusals(
 ) -> None:
     await make_ready(registry, make_proxy("lone", clock))
     await make_ready(registry, make_proxy("m1", clock, pool="eu", labels={POOL_LABEL: "eu"}))
+    await pools.apply("eu", PoolSpec(provider="local", size=1), Owner.API)
+    with pytest.raises(Unavailable):
+        await leases.grant(GrantRequest(ttl=60, pool="nope"))
+    assert await pools.take_refused("nope") == 0  # not a pool: nothing counted
     lease = await leases.grant(GrantRequest(ttl=60, pool="eu"))
     assert lease.proxy_id == "m1"
     for _ in range(2):

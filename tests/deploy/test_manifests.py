@@ -203,5 +203,12 @@ def test_health_servers_listen_on_every_interface_by_explicit_choice() -> None:
             assert args[args.index(flag) + 1] == "0.0.0.0", (dep["metadata"]["name"], flag)
         checked.add(dep["metadata"]["name"])
     assert checked == {
-        "api", "gateway", "gc", "health", "pool-operator", "provisioner-local", "provisioner-kvm",
-    }  # fmt: skip
+        "api",
+        "gateway",
+        "gc",
+        "pools",
+        "health",
+        "pool-operator",
+        "provisioner-local",
+        "provisioner-kvm",
+    }

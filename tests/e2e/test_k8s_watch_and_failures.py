@@ -37,15 +37,17 @@ def test_dropped_watches_and_410_gone_end_with_every_proxy_ready_once(
         fake.drop_watches()
         wait_for("ten pods", lambda: len(fake.objects("pods", NAMESPACE)) >= 10, timeout=30)
         watches_before = _watch_calls(fake)
-        # End the stream again; its resumptions are answered 503 (three times: seconds of
-        # backoff), so the watcher holds on to its last resourceVersion. Meanwhile history
-        # is forgotten past it (an object it does not watch moves the version on): its
-        # next watch gets 410 Gone, and it lists again.
-        fake.inject(503, verb="watch", resource="pods", times=3)
+        # End the stream again; its resumptions are answered 503 until history is forgotten
+        # past its last resourceVersion (an object it does not watch moves the version on),
+        # so the watcher holds on to that version meanwhile: its next watch gets 410 Gone,
+        # and it lists again. (A fixed number of 503s raced the compaction on a busy
+        # machine: the watcher was back before the history was gone.)
+        fake.inject(503, verb="watch", resource="pods", times=1_000)
         fake.drop_watches()
         wait_for("the watch answered 503", lambda: _watch_codes(fake).count(503), timeout=10)
         _unwatched_change(fake)
         fake.compact()
+        fake.faults.clear()
         try:
             wait_for(
                 "20 ready proxies",

@@ -33,6 +33,7 @@ from proxyfleet.common import host
 from proxyfleet.common.clock import SystemClock
 from proxyfleet.common.messaging import connect_nats, ensure_streams
 from proxyfleet.common.models import Phase, Proxy
+from proxyfleet.common.pool_spec import POOL_LABEL
 from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import LeaseStore, ProxyRegistry
 from proxyfleet.common.store.leases import LeasePolicy
@@ -81,15 +82,21 @@ _ids = iter(range(1_000_000))
 
 
 async def ready_proxy(
-    registry: ProxyRegistry, port: int, *, zone: str = "z1", password: str = PASSWORD
+    registry: ProxyRegistry,
+    port: int,
+    *,
+    zone: str = "z1",
+    password: str = PASSWORD,
+    pool: str = "",
 ) -> str:
     """A ready proxy on 127.0.0.1:port straight through the registry (what provisioner
-    and health do); its id."""
+    and health do), a member of `pool` when given; its id."""
     now = time.time()
     pid = f"gw{next(_ids):05d}"
     proxy = Proxy(
         id=pid, provider=PROVIDER, zone=zone, phase=Phase.PENDING, gen=0,
         username=USER, password=password, created_at=now, updated_at=now,
+        pool=pool, labels={POOL_LABEL: pool} if pool else {},
     )  # fmt: skip
     assert await registry.create(proxy)
     await registry.transition(pid, Phase.PROVISIONING)

@@ -30,7 +30,7 @@ def _usernames() -> list[str]:
 
 def test_the_docs_show_every_kind_of_parameter() -> None:
     names = "-".join(_usernames())
-    for param in ("session", "sesstime", "zone", "provider", "label"):
+    for param in ("session", "sesstime", "zone", "provider", "pool", "label"):
         assert f"-{param}-" in names
 
 

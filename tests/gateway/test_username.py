@@ -30,6 +30,12 @@ def test_every_parameter() -> None:
     assert sel == Selector("crawler", "abc123", 30, "us-east1-b", "my-gcp", {"tier": "gold"})
 
 
+def test_a_pool_spans_dashes_up_to_the_next_parameter() -> None:
+    sel = parse_username("crawler-pool-eu-west-2-zone-z1-session-S1")
+    assert sel == Selector("crawler", "S1", 0, "z1", pool="eu-west-2")
+    assert sel.format() == "crawler-session-S1-zone-z1-pool-eu-west-2"
+
+
 def test_parameters_in_any_order_and_labels_repeat() -> None:
     sel = parse_username("c-label-a=1-zone-z1-label-team-x=blue-green-session-S1")
     assert sel == Selector("c", "S1", 0, "z1", "", {"a": "1", "team-x": "blue-green"})
@@ -64,6 +70,13 @@ def test_a_label_value_may_be_empty() -> None:
         ("c-provider-", "provider"),
         ("c-zone-a-zone-b", "zone"),
         ("c-provider-9x", "provider"),
+        ("c-pool", "pool"),
+        ("c-pool-", "pool"),
+        ("c-pool-EU", "pool"),
+        ("c-pool-9x", "pool"),
+        ("c-pool-eu-", "pool"),
+        ("c-pool-" + "a" * 64, "pool"),
+        ("c-pool-a-pool-b", "pool"),
         ("c-label-novalue", "label"),
         ("c-label-=v", "label"),
         ("c-label-k=v!", "label k"),
@@ -103,7 +116,8 @@ def selectors(draw: st.DrawFn) -> Selector:
     keys = st.lists(_spanning.filter(lambda s: len(s) <= 63), max_size=3, unique=True)
     labels = {k: draw(st.one_of(st.just(""), _spanning)) for k in draw(keys)}
     name = draw(st.text("abcXYZ019_.", min_size=1, max_size=64))
-    return Selector(name, session, sesstime, zone, provider, labels)
+    pool = draw(st.one_of(st.just(""), _spanning.filter(lambda s: s[0].isalpha())))
+    return Selector(name, session, sesstime, zone, provider, labels, pool)
 
 
 @given(selectors())
@@ -129,7 +143,7 @@ def test_the_documented_examples_parse() -> None:
     paragraph = doc[doc.index("Examples: ") :].split("\n\n", 1)[0]
     line = paragraph.replace("\n", " ")
     examples = re.findall(r"`([^`]+)`", line)
-    assert len(examples) == 4
+    assert len(examples) == 5
     for username in examples:
         parse_username(username)
     assert parse_username("crawler-session-abc-sesstime-30").sesstime == 30

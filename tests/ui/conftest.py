@@ -1,18 +1,26 @@
 """Dashboard fixtures: Debian's Chromium driven by Playwright (its bundled driver, never a
-browser download), a fresh context per test, and where screenshots go. The API fixtures
-of tests/api and the whole-system `stack` of tests/e2e are reused as they are."""
+browser download), a fresh context per test, and where screenshots go; the page alone
+(`ui_url`) for the tests of its script modules. The API fixtures of tests/api and the
+whole-system `stack` of tests/e2e are reused as they are."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import pytest
+import uvicorn
+from litestar import Litestar
 from playwright.async_api import Browser, ConsoleMessage, Page, async_playwright, expect
 from tests.api.conftest import api, start_api  # noqa: F401 (fixtures)
 from tests.e2e.conftest import stack  # noqa: F401 (fixture)
+
+from proxyfleet.api.ui.controller import ui_router
+from proxyfleet.devstack.servers import free_port
 
 CHROMIUM = Path("/usr/bin/chromium")
 """Debian's package (`make browser-packages`)."""
@@ -89,3 +97,31 @@ async def tab(browser: Browser) -> AsyncIterator[Tab]:
 def _console(t: Tab, message: ConsoleMessage) -> None:
     if message.type == "error":
         t.console_errors.append(message.text)
+
+
+@pytest.fixture(scope="module")
+async def ui_url() -> AsyncIterator[str]:
+    """The API's /ui routes alone, served by uvicorn in this loop (no backends: for tests of
+    the page's script modules, which call no API)."""
+    port = free_port()
+    app = Litestar(route_handlers=[ui_router()], logging_config=None)
+    server = uvicorn.Server(
+        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
+    )
+    task = asyncio.create_task(server.serve())
+    for _ in range(500):  # 5 s at most
+        if server.started or task.done():
+            break
+        await asyncio.sleep(0.01)
+    assert server.started, "uvicorn did not start"
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    await task
+
+
+async def run_module(tab: Tab, url: str, module: str, body: str) -> Any:
+    """Evaluates `body` (a function of the module `m`) in the page, after loading /ui."""
+    if not tab.page.url.startswith(url):
+        await tab.page.goto(f"{url}/ui")
+    script = f"async () => {{ const m = await import('/ui/assets/js/{module}'); {body} }}"
+    return await tab.page.evaluate(script)

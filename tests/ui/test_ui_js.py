@@ -3,47 +3,9 @@ layout, the fleet's grouping), run in the real browser as the page runs them."""
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator
-from typing import Any
 
-import pytest
-import uvicorn
-from litestar import Litestar
-from tests.ui.conftest import Tab
-
-from proxyfleet.api.ui.controller import ui_router
-from proxyfleet.devstack.servers import free_port
-
-
-@pytest.fixture(scope="module")
-async def ui_url() -> AsyncIterator[str]:
-    """The API's /ui routes alone, served by uvicorn in this loop (no backends: these
-    tests call no API)."""
-    port = free_port()
-    app = Litestar(route_handlers=[ui_router()], logging_config=None)
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="off")
-    )
-    task = asyncio.create_task(server.serve())
-    for _ in range(500):  # 5 s at most
-        if server.started or task.done():
-            break
-        await asyncio.sleep(0.01)
-    assert server.started, "uvicorn did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    await task
-
-
-async def _run(tab: Tab, url: str, module: str, body: str) -> Any:
-    """Evaluates `body` (a function of the module `m`) in the page, after loading /ui."""
-    if not tab.page.url.startswith(url):
-        await tab.page.goto(f"{url}/ui")
-    script = f"async () => {{ const m = await import('/ui/assets/js/{module}'); {body} }}"
-    return await tab.page.evaluate(script)
-
+from tests.ui.conftest import Tab, run_module
 
 READY_BODY = '{"type": "proxy.ready", "note": "d\u00e9j\u00e0"}'
 STREAM = (
@@ -85,7 +47,7 @@ async def test_the_sse_parser_gives_the_same_messages_however_the_stream_is_cut(
         const oneByOne = [...stream].flatMap((c) => byChar.push(c));
         return {{ whole, cuts, oneByOne, retry: byChar.retry }};
     """
-    got = await _run(tab, ui_url, "sse.js", body)
+    got = await run_module(tab, ui_url, "sse.js", body)
     assert got["whole"] == EXPECTED
     assert got["cuts"] == []
     assert got["oneByOne"] == EXPECTED
@@ -93,7 +55,9 @@ async def test_the_sse_parser_gives_the_same_messages_however_the_stream_is_cut(
 
 
 async def test_reconnects_back_off_doubling_up_to_a_cap(tab: Tab, ui_url: str) -> None:
-    got = await _run(tab, ui_url, "sse.js", "return [0, 1, 2, 3, 4, 5, 6, 100].map(m.backoff);")
+    got = await run_module(
+        tab, ui_url, "sse.js", "return [0, 1, 2, 3, 4, 5, 6, 100].map(m.backoff);"
+    )
     assert got == [1000, 2000, 4000, 8000, 16000, 30000, 30000, 30000]
 
 
@@ -110,7 +74,7 @@ async def test_durations_countdowns_and_latencies_read_as_people_write_them(
             m.eventDetails({data: {holder: "h", target: "t", epoch: 3, reason: "r"}}),
         };
     """
-    got = await _run(tab, ui_url, "format.js", body)
+    got = await run_module(tab, ui_url, "format.js", body)
     assert got["durations"] == [
         "0s", "5s", "59s", "1m 00s", "1m 01s", "59m 59s", "1h 00m", "1h 01m", "23h 59m",
         "1d 00h", "1d 01h", "0s",
@@ -135,7 +99,7 @@ async def test_the_sparkline_keeps_the_last_minutes_and_scales_to_its_highest_pr
         const none = m.layout([], 1310);
         return {kept, box, young: [young.span, young.points], none: [none.span, none.count]};
     """
-    got = await _run(tab, ui_url, "sparkline.js", body)
+    got = await run_module(tab, ui_url, "sparkline.js", body)
     assert got["kept"] == [1150, 1300, 1310]  # t=1000 is older than five minutes at 1310
     box = got["box"]
     assert box["top"] == 20
@@ -163,7 +127,7 @@ async def test_the_fleet_is_counted_by_provider_zone_and_phase(tab: Tab, ui_url:
           byProvider: m.groupProviders([{name: "a", counts: {ready: 2, deleted: 5, failed: 1}}]),
         };
     """
-    got = await _run(tab, ui_url, "fleet.js", body)
+    got = await run_module(tab, ui_url, "fleet.js", body)
     assert got["fleet"] == [
         {"provider": "a", "zone": "a1", "counts": {"ready": 2, "booting": 1}, "total": 3},
         {"provider": "a", "zone": "a2", "counts": {}, "total": 0},
@@ -185,7 +149,7 @@ async def test_markup_in_data_stays_text(tab: Tab, ui_url: str) -> None:
         const elements = node.children.length + li.querySelectorAll("img, b").length;
         return {text: node.textContent, elements, owned: window.__owned === 1};
     """
-    got = await _run(tab, ui_url, "dom.js", body)
+    got = await run_module(tab, ui_url, "dom.js", body)
     assert got == {
         "text": '<img src=x onerror="window.__owned = 1"><b>bold</b>',
         "elements": 0,
@@ -206,7 +170,7 @@ async def test_lease_events_say_what_changes_in_the_table(tab: Tab, ui_url: str)
           m.leaseChange({type: "lease.granted", data: {}}),
         ];
     """
-    got = await _run(tab, ui_url, "leases.js", body)
+    got = await run_module(tab, ui_url, "leases.js", body)
     assert got == [
         {
             "granted": {
@@ -251,6 +215,6 @@ async def test_a_list_older_than_an_event_neither_drops_nor_revives_a_row(
         table.replaceAll([lease("listed", 600)], Date.now() / 1000, Date.now() / 1000 + 1);
         return {order, later: [...body.children].map((tr) => tr.dataset.leaseId)};
     """
-    got = await _run(tab, ui_url, "leases.js", body)
+    got = await run_module(tab, ui_url, "leases.js", body)
     assert got["order"] == ["new", "old", "listed"]
     assert got["later"] == ["listed"]  # a list newer than everything is the truth

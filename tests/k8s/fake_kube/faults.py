@@ -84,6 +84,11 @@ class Faults:
                     return fault
         return None
 
+    def clear(self) -> None:
+        """Forget every injected fault not yet spent."""
+        with self._lock:
+            self._faults = []
+
     def set_quota(self, namespace: str, pods: int | None) -> None:
         with self._lock:
             if pods is None:

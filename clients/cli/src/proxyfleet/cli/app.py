@@ -1,5 +1,5 @@
 """The `proxyfleet` command: the root options, `login`, `status`, `events`, `lease`, and
-the `proxies` and `leases` groups."""
+the `proxies`, `leases` and `pools` groups."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Annotated
 
 import typer
 
-from proxyfleet.cli import __version__, exitcodes, fmt, leases, proxies, render, runner
+from proxyfleet.cli import __version__, exitcodes, fmt, leases, pools, proxies, render, runner
 from proxyfleet.cli.childenv import default_holder
 from proxyfleet.cli.config import Config, config_path, write_config
 from proxyfleet.cli.render import Format
@@ -22,7 +22,7 @@ from proxyfleet.client import Client, Event, Forbidden, Gap, Probe
 
 app = typer.Typer(
     name="proxyfleet",
-    help="Proxyfleet from a shell: the fleet, proxies, leases, live events, and "
+    help="Proxyfleet from a shell: the fleet, proxies, leases, pools, live events, and "
     "`proxyfleet lease -- CMD` to run a command through a leased proxy.",
     context_settings={"help_option_names": ["-h", "--help"]},
     pretty_exceptions_enable=False,
@@ -30,6 +30,7 @@ app = typer.Typer(
 )
 app.add_typer(proxies.app, name="proxies")
 app.add_typer(leases.app, name="leases")
+app.add_typer(pools.app, name="pools")
 
 Output = Annotated[Format, typer.Option("--output", "-o", help="table or json.")]
 
@@ -227,6 +228,7 @@ def lease(
     label: Annotated[
         list[str] | None, typer.Option("--label", "-l", help="KEY=VALUE (repeatable).")
     ] = None,
+    pool: Annotated[str | None, typer.Option(help="A member of this pool.")] = None,
     proxy: Annotated[str | None, typer.Option(help="This proxy and no other.")] = None,
     holder: Annotated[str | None, typer.Option(help="Default: user@host: CMD.")] = None,
     wait: Annotated[
@@ -259,6 +261,7 @@ def lease(
         "zone": zone,
         "provider": provider,
         "labels": labels or None,
+        "pool": pool,
         "proxy_id": proxy,
         "holder": holder or default_holder(getpass.getuser(), socket.gethostname(), command[0]),
     }

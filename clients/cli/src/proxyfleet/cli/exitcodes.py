@@ -27,9 +27,10 @@ USAGE = 2
 AUTH = 3
 """401 or 403: no token, an unknown one, or one whose scope does not allow the call."""
 NOT_FOUND = 4
-"""404: no such proxy or lease (or a lease of another client's token)."""
+"""404: no such proxy, lease or pool (or a lease of another client's token)."""
 CONFLICT = 5
-"""409: a stale epoch, an ended lease, a proxy leased or cooling down."""
+"""409: a stale epoch, an ended lease, a proxy leased or cooling down, a pool another
+source declares or one being deleted."""
 UNAVAILABLE = 6
 """503 (or 429) still, after waiting as long as allowed: no proxy free, a backend down."""
 UNREACHABLE = 7

@@ -77,6 +77,7 @@ def grant(
     label: Annotated[
         list[str] | None, typer.Option("--label", "-l", help="KEY=VALUE (repeatable).")
     ] = None,
+    pool: Annotated[str | None, typer.Option(help="A member of this pool.")] = None,
     wait: Wait = 0.0,
     output: Output = Format.json,
 ) -> None:
@@ -96,6 +97,7 @@ def grant(
             provider=provider,
             zone=zone,
             labels=labels or None,
+            pool=pool,
         )
     if output is Format.json:
         render.emit_json(lease)

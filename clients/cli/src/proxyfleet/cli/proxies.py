@@ -12,10 +12,14 @@ from proxyfleet.cli.render import Format
 from proxyfleet.cli.state import state_of
 from proxyfleet.client import Proxy, ProxyfleetError, TransportError
 
-app = typer.Typer(help="Proxies: list, show, create, delete (an admin token).")
+app = typer.Typer(
+    help="Proxies: list, show, create, delete, quarantine and release (an admin token)."
+)
 
 Output = Annotated[Format, typer.Option("--output", "-o", help="table or json.")]
-COLUMNS = ("ID", "PROVIDER", "ZONE", "PHASE", "LEASED", "AGE", "LATENCY", "EGRESS IP", "REASON")
+COLUMNS = (
+    "ID", "PROVIDER", "ZONE", "POOL", "PHASE", "LEASED", "AGE", "LATENCY", "EGRESS IP", "REASON",
+)  # fmt: skip
 
 
 def _row(p: Proxy) -> list[str]:
@@ -25,13 +29,19 @@ def _row(p: Proxy) -> list[str]:
         p.id,
         p.provider,
         p.zone,
-        p.phase,
+        p.pool or "-",
+        _phase(p),
         leased,
         fmt.age(p.created_at),
         latency,
         p.egress_ip or "-",
-        p.reason,
+        p.withheld_reason if p.withheld else p.reason,
     ]
+
+
+def _phase(p: Proxy) -> str:
+    """The phase, and `QUARANTINED` or `DRAINING` when it is withheld from grants."""
+    return f"{p.phase} {p.withheld.upper()}" if p.withheld else p.phase
 
 
 @app.command("ls")
@@ -43,11 +53,13 @@ def list_(
     label: Annotated[
         list[str] | None, typer.Option("--label", "-l", help="KEY=VALUE (repeatable).")
     ] = None,
+    pool: Annotated[str | None, typer.Option(help="Only this pool's members.")] = None,
     include_deleted: Annotated[bool, typer.Option(help="Deleted proxies too.")] = False,
     limit: Annotated[int | None, typer.Option(help="At most this many.", min=1)] = None,
     output: Output = Format.table,
 ) -> None:
-    """List proxies (every page), in creation order."""
+    """List proxies (every page), in creation order; DRAINING or QUARANTINED after the
+    phase of one withheld from grants."""
     labels = _pairs(label, "--label")
     with state_of(ctx).client() as client:
         pages = client.iter_proxies(
@@ -55,6 +67,7 @@ def list_(
             zone=zone,
             phase=phase,
             labels=labels,
+            pool=pool,
             include_deleted=include_deleted,
         )
         found: list[Proxy] = list(islice(pages, limit))  # limit None: every page
@@ -78,6 +91,8 @@ def get(
         ["provider", proxy.provider],
         ["zone", proxy.zone],
         ["phase", proxy.phase + (f" ({proxy.reason})" if proxy.reason else "")],
+        ["pool", proxy.pool or "-"],
+        ["withheld", _withheld(proxy)],
         ["address", f"{proxy.host}:{proxy.port}" if proxy.host else "-"],
         ["leased", f"yes: {proxy.lease_id} (epoch {proxy.epoch})" if proxy.leased else "no"],
         ["labels", ", ".join(f"{k}={v}" for k, v in proxy.labels.items()) or "-"],
@@ -86,6 +101,12 @@ def get(
         ["egress ip", proxy.egress_ip or "-"],
     ]
     render.table(("FIELD", "VALUE"), rows)
+
+
+def _withheld(p: Proxy) -> str:
+    if not p.withheld:
+        return "no"
+    return f"{p.withheld} {fmt.age(p.withheld_at)} ago: {p.withheld_reason or '-'}"
 
 
 def _probe(p: Proxy) -> str:
@@ -151,6 +172,32 @@ def remove(
     render.items(output, COLUMNS, gone, _row)
     if failed:
         raise typer.Exit(exitcodes.for_error(failed[0]))
+
+
+@app.command()
+def quarantine(
+    ctx: typer.Context,
+    proxy_id: Annotated[str, typer.Argument(metavar="ID")],
+    reason: Annotated[str, typer.Option(help="Why (up to 200 characters).")],
+    output: Output = Format.table,
+) -> None:
+    """Set a proxy aside for inspection: never granted (a lease it has runs on), never
+    deleted by its pool, which replaces it. `proxyfleet proxies release ID` undoes it."""
+    with state_of(ctx).client() as client:
+        proxy = client.quarantine(proxy_id, reason)
+    render.items(output, COLUMNS, [proxy], _row)
+
+
+@app.command()
+def release(
+    ctx: typer.Context,
+    proxy_id: Annotated[str, typer.Argument(metavar="ID")],
+    output: Output = Format.table,
+) -> None:
+    """Put a quarantined proxy back in rotation."""
+    with state_of(ctx).client() as client:
+        proxy = client.unquarantine(proxy_id)
+    render.items(output, COLUMNS, [proxy], _row)
 
 
 def _pairs(values: list[str] | None, what: str) -> dict[str, str]:

@@ -13,9 +13,12 @@ import msgspec
 
 from proxyfleet.client.errors import ApiError, Conflict, Unavailable
 from proxyfleet.client.models import (
+    KeptProxies,
     Lease,
     LeasePage,
     LeaseState,
+    Pool,
+    PoolList,
     ProviderList,
     Proxy,
     ProxyBatch,
@@ -37,6 +40,7 @@ EVENTS_READ_TIMEOUT = 60.0
 """Seconds the event stream may stay silent before the client gives up on it: the API
 sends a keep-alive comment every 15 s."""
 OUTCOMES = ("ok", "blocked", "failed")
+MERGE_PATCH = "application/merge-patch+json"
 Param = tuple[str, str | int | float | bool | None]
 """A query parameter (repeatable: a list of them, not a dict)."""
 
@@ -101,6 +105,7 @@ def list_proxies(
     cursor: str | None = None,
     limit: int | None = None,
     include_deleted: bool = False,
+    pool: str | None = None,
 ) -> Call[ProxyPage]:
     """Deleted proxies are left out unless `include_deleted` (or phase="deleted")."""
     params: list[Param] = [
@@ -109,6 +114,7 @@ def list_proxies(
             ("provider", provider),
             ("zone", zone),
             ("phase", phase),
+            ("pool", pool),
             ("cursor", cursor),
             ("limit", limit),
             ("include_deleted", "true" if include_deleted else None),
@@ -150,6 +156,14 @@ def delete_proxy(proxy_id: str, *, force: bool = False) -> Call[Proxy]:
     return Call("DELETE", f"/v1/proxies/{proxy_id}", Proxy, params=params)
 
 
+def quarantine(proxy_id: str, reason: str) -> Call[Proxy]:
+    return Call("POST", f"/v1/proxies/{proxy_id}/quarantine", Proxy, body={"reason": reason})
+
+
+def unquarantine(proxy_id: str) -> Call[Proxy]:
+    return Call("DELETE", f"/v1/proxies/{proxy_id}/quarantine", Proxy)
+
+
 def grant_lease(
     *,
     ttl: float | None = None,
@@ -159,6 +173,7 @@ def grant_lease(
     provider: str | None = None,
     zone: str | None = None,
     labels: Mapping[str, str] | None = None,
+    pool: str | None = None,
     idempotency_key: str | None = None,
 ) -> Call[Lease]:
     body = _drop_none(
@@ -170,6 +185,7 @@ def grant_lease(
             "provider": provider,
             "zone": zone,
             "labels": dict(labels) if labels else None,
+            "pool": pool,
         }
     )
     key = idempotency_key or str(uuid.uuid4())
@@ -207,6 +223,40 @@ def report_lease(
 
 def release_lease(lease_id: str, epoch: int) -> Call[ReleasedLease]:
     return Call("POST", f"/v1/leases/{lease_id}/release", ReleasedLease, body={"epoch": epoch})
+
+
+def list_pools() -> Call[PoolList]:
+    return Call("GET", "/v1/pools", PoolList)
+
+
+def get_pool(name: str) -> Call[Pool]:
+    return Call("GET", f"/v1/pools/{name}", Pool)
+
+
+def apply_pool(name: str, spec: Mapping[str, Any]) -> Call[Pool]:
+    """PUT: create the pool or replace its spec (the same spec changes nothing)."""
+    return Call("PUT", f"/v1/pools/{name}", Pool, body=dict(spec))
+
+
+def patch_pool(name: str, patch: Mapping[str, Any]) -> Call[Pool]:
+    """A JSON merge patch of the spec: {"size": 20}; None (null) removes a key."""
+    return Call(
+        "PATCH",
+        f"/v1/pools/{name}",
+        Pool,
+        body=dict(patch),
+        headers={"Content-Type": MERGE_PATCH},
+    )
+
+
+def delete_pool(name: str) -> Call[Pool]:
+    """The pool drains, then goes: answered with it as it is now (deleting)."""
+    return Call("DELETE", f"/v1/pools/{name}", Pool)
+
+
+def remove_pool_keeping_proxies(name: str) -> Call[KeptProxies]:
+    """The pool goes now; its members stay as one-off proxies."""
+    return Call("DELETE", f"/v1/pools/{name}", KeptProxies, params=[("keep_proxies", "true")])
 
 
 def list_providers() -> Call[ProviderList]:

@@ -3,6 +3,8 @@ may not send have defaults, so a newer (or slightly older) server still decodes.
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 
@@ -30,6 +32,12 @@ class Proxy(msgspec.Struct, kw_only=True):
     last_probe_at: float = 0.0
     last_ok_at: float = 0.0
     last_probe_error: str = ""
+    pool: str = ""
+    """The pool it belongs to; empty for a one-off proxy."""
+    withheld: str = ""
+    """draining or quarantined (never granted); empty when in rotation."""
+    withheld_reason: str = ""
+    withheld_at: float = 0.0
 
 
 class ProxyPage(msgspec.Struct, kw_only=True):
@@ -130,6 +138,80 @@ class ProviderList(msgspec.Struct, kw_only=True):
     items: list[Provider]
 
 
+class PoolCondition(msgspec.Struct, kw_only=True):
+    type: str
+    """Ready, Progressing, CapacityExceeded, ProviderFailing, OwnerConflict."""
+    status: bool
+    reason: str = ""
+    message: str = ""
+    since: float = 0.0
+
+
+class PoolDecision(msgspec.Struct, kw_only=True):
+    """The pool controller's last scaling decision and why."""
+
+    time: float
+    action: str
+    """scale_up or scale_down."""
+    from_size: int = 0
+    to_size: int = 0
+    reason: str = ""
+
+
+class PoolStatus(msgspec.Struct, kw_only=True):
+    """What the pool's controller saw on its last pass."""
+
+    desired: int = 0
+    ready: int = 0
+    """Ready members in rotation (not draining, not quarantined)."""
+    leased: int = 0
+    free: int = 0
+    starting: int = 0
+    unhealthy: int = 0
+    draining: int = 0
+    quarantined: int = 0
+    surge: int = 0
+    oldest_age: float = 0.0
+    """Seconds since the oldest member in rotation was created."""
+    by_provider: dict[str, int] = {}
+    by_zone: dict[str, int] = {}
+    observed_gen: int = 0
+    updated_at: float = 0.0
+    controller: str = ""
+    last_decision: PoolDecision | None = None
+    autoscale: dict[str, Any] | None = None
+    """What the last autoscale look saw (free, starting, refused, targets)."""
+    conditions: list[PoolCondition] = []
+
+
+class Pool(msgspec.Struct, kw_only=True):
+    """A pool as GET /v1/pools/{name} shows it: its spec as declared (defaults left out),
+    who declares it, and its controller's last status (None before its first pass)."""
+
+    name: str
+    spec: dict[str, Any]
+    owner: str
+    """api, config or kubernetes: only that source may change or delete it."""
+    owner_ref: str = ""
+    gen: int = 0
+    desired: int = 0
+    created_at: float = 0.0
+    updated_at: float = 0.0
+    deleting: bool = False
+    status: PoolStatus | None = None
+
+
+class PoolList(msgspec.Struct, kw_only=True):
+    items: list[Pool]
+
+
+class KeptProxies(msgspec.Struct, kw_only=True):
+    """A pool removed with keep_proxies: its members stay, as one-off proxies."""
+
+    name: str
+    kept_proxies: bool = True
+
+
 class EventData(msgspec.Struct, kw_only=True):
     """What an event says besides its envelope; only the fields of its kind are set.
     proxy.*: `from_` (previous phase), `gen`, `reason`, `zone` and `from_zone` (when the
@@ -163,6 +245,7 @@ class Event(msgspec.Struct, kw_only=True):
     schema_version: int = 1
     lease_id: str = ""
     provider: str = ""
+    pool: str = ""
     data: EventData = msgspec.field(default_factory=EventData)
 
 

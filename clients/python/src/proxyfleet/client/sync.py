@@ -23,9 +23,11 @@ from proxyfleet.client.handle import LeaseHandle, LeaseView, lease_ended
 from proxyfleet.client.models import (
     Event,
     Gap,
+    KeptProxies,
     Lease,
     LeasePage,
     LeaseState,
+    Pool,
     Probe,
     Provider,
     Proxy,
@@ -100,7 +102,7 @@ class Client:
     # ---- proxies ---------------------------------------------------------------------
 
     def list_proxies(self, **filters: Any) -> ProxyPage:
-        """One page; filters: provider, zone, phase, labels (dict), cursor, limit."""
+        """One page; filters: provider, zone, phase, labels (dict), pool, cursor, limit."""
         return self.call(calls.list_proxies(**filters))
 
     def iter_proxies(self, **filters: Any) -> Iterator[Proxy]:
@@ -129,10 +131,42 @@ class Client:
     def delete_proxy(self, proxy_id: str, *, force: bool = False) -> Proxy:
         return self.call(calls.delete_proxy(proxy_id, force=force))
 
+    def quarantine(self, proxy_id: str, reason: str) -> Proxy:
+        """Set the proxy aside: never granted, never deleted by its pool (admin)."""
+        return self.call(calls.quarantine(proxy_id, reason))
+
+    def unquarantine(self, proxy_id: str) -> Proxy:
+        """Put a quarantined proxy back in rotation (Conflict when it is not quarantined)."""
+        return self.call(calls.unquarantine(proxy_id))
+
+    # ---- pools (admin) ---------------------------------------------------------------
+
+    def pools(self) -> list[Pool]:
+        return (self.call(calls.list_pools())).items
+
+    def pool(self, name: str) -> Pool:
+        return self.call(calls.get_pool(name))
+
+    def apply_pool(self, name: str, spec: Mapping[str, Any]) -> Pool:
+        """Create the pool or replace its spec (a dict as PUT /v1/pools/{name} takes)."""
+        return self.call(calls.apply_pool(name, spec))
+
+    def patch_pool(self, name: str, patch: Mapping[str, Any]) -> Pool:
+        """Merge `patch` into the spec ({"size": 20}; None removes a key)."""
+        return self.call(calls.patch_pool(name, patch))
+
+    def delete_pool(self, name: str, *, keep_proxies: bool = False) -> Pool | KeptProxies:
+        """Drain and delete the pool's members, then the pool (the pool, deleting); with
+        keep_proxies, remove the pool now and keep its members as one-off proxies."""
+        if keep_proxies:
+            return self.call(calls.remove_pool_keeping_proxies(name))
+        return self.call(calls.delete_pool(name))
+
     # ---- leases ----------------------------------------------------------------------
 
     def grant_lease(self, *, max_wait: float | None = None, **request: Any) -> Lease:
-        """Lease a proxy; request: ttl, holder, target, proxy_id, provider, zone, labels.
+        """Lease a proxy; request: ttl, holder, target, proxy_id, provider, zone, labels,
+        pool.
         Waits while no proxy is free (503) or the named one is busy (409 + Retry-After),
         up to max_wait. Every grant sends an Idempotency-Key, one per grant and the same on
         its retries (`idempotency_key=` to choose it), so a grant retried after a lost

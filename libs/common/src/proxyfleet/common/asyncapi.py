@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import argparse
 import re
+from collections.abc import Collection
 from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import quote
@@ -28,6 +29,7 @@ from proxyfleet.common.models import (
     CreateIntent,
     DeleteIntent,
     Event,
+    EventType,
     Phase,
     ProbeResult,
     ResourceList,
@@ -55,11 +57,27 @@ _EVENTS = JStream(subjects.EVENT_STREAM, declare=False)
 
 _PARAMETERS = {
     "provider": "Name of the provider instance (a key of the providers config).",
-    "phase": "The phase the proxy entered.",
+    "phase": "The phase the proxy entered (adopted: registered again after a store reset).",
     "action": "granted, renewed, reported, released, expired or revoked.",
     "proxy_id": "Id of the probed proxy.",
+    "rotation": "drained, quarantined or unquarantined.",
+    "change": "applied, scaled, recycling, condition, deleting or deleted.",
 }
-_ENUMS = {"phase": [str(phase) for phase in Phase]}
+_PHASES = [str(phase) for phase in Phase]
+
+
+def _kinds(family: str, leave_out: Collection[str] = ()) -> list[str]:
+    """The event types of one family (`pool`: applied, scaled, ...), from EventType."""
+    kinds = [t.value.split(".", 1)[1] for t in EventType if t.value.startswith(f"{family}.")]
+    return sorted(k for k in kinds if k not in leave_out)
+
+
+_ENUMS = {
+    "phase": [*_PHASES, "adopted"],
+    "rotation": _kinds("proxy", [*_PHASES, "adopted"]),
+    "change": _kinds("pool"),
+    "action": _kinds("lease"),
+}
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
 
@@ -92,6 +110,26 @@ _PUBLISHED: list[tuple[str, Any, JStream | None, str, str]] = [
         "service that made it (`Nats-Msg-Id` is the event id; `data` holds `from` and `gen`, "
         "and `reason` for failed/unhealthy). api: pending, deleting; provisioner: "
         "provisioning, booting, failed, deleted; health: ready, unhealthy, failed.",
+    ),
+    (
+        subjects.event_subject("proxy.{rotation}"),
+        _body(Event),
+        _EVENTS,
+        "publish",
+        "A proxy taken out of rotation or put back (`pool` set for a pool's member; `data`: "
+        "`reason`, and `by` when an admin acted): drained by its pool's controller "
+        "(recycled, scaled down, pool deleted), quarantined by an admin or by its pool's "
+        "rule, unquarantined by an admin.",
+    ),
+    (
+        subjects.event_subject("pool.{change}"),
+        _body(Event),
+        _EVENTS,
+        "publish",
+        "A pool's change (`pool` set, `proxy_id` empty), kept 7 days: applied (`gen`, "
+        "`owner`), scaled (`size`, `from_size`, `reason`), recycling (`reason`), condition "
+        "(`condition`, `status`, `reason`, `message`), deleting, deleted (`keep_proxies`); "
+        "published by the outbox relay of the api, the pool controller or the pool operator.",
     ),
     (
         subjects.event_subject("lease.{action}"),

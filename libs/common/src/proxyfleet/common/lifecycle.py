@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from proxyfleet.common.models import Phase
+from proxyfleet.common.ids import new_proxy_id
+from proxyfleet.common.models import Phase, Proxy
 
 ALLOWED: dict[Phase, frozenset[Phase]] = {
     Phase.PENDING: frozenset({Phase.PROVISIONING, Phase.FAILED, Phase.DELETING}),
@@ -26,6 +28,40 @@ PROBED: frozenset[Phase] = frozenset({Phase.BOOTING, Phase.READY, Phase.UNHEALTH
 # Phases from which an admin delete makes sense.
 DELETABLE: frozenset[Phase] = frozenset(set(Phase) - {Phase.DELETING, Phase.DELETED})
 TERMINAL: frozenset[Phase] = frozenset({Phase.DELETED})
+
+
+def new_credentials() -> tuple[str, str]:
+    """Per-proxy basic-auth credentials. Both start with a letter, so no tool ever reads
+    them as a command-line option; both are URL-safe."""
+    return f"u{secrets.token_hex(8)}", f"k{secrets.token_urlsafe(24)}"
+
+
+def pending_proxy(
+    provider: str,
+    zone: str,
+    now: float,
+    *,
+    labels: Mapping[str, str] | None = None,
+    placement: Mapping[str, str] | None = None,
+    pool: str = "",
+) -> Proxy:
+    """A new proxy as a create stores it: where every lifecycle starts, with a fresh id and
+    credentials of its own (no open proxy is ever made)."""
+    username, password = new_credentials()
+    return Proxy(
+        id=new_proxy_id(),
+        provider=provider,
+        zone=zone,
+        phase=Phase.PENDING,
+        gen=0,
+        username=username,
+        password=password,
+        created_at=now,
+        updated_at=now,
+        labels=dict(labels or {}),
+        placement=dict(placement or {}),
+        pool=pool,
+    )
 
 
 def can_transition(src: Phase, dst: Phase) -> bool:

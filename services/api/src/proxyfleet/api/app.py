@@ -21,6 +21,7 @@ from proxyfleet.api.feed.stream import STATE_KEY, EventStreams
 from proxyfleet.api.leases.controller import LeaseController
 from proxyfleet.api.openapi import OPENAPI, MsgspecStructSchemas
 from proxyfleet.api.openapi_headers import document_retry_after
+from proxyfleet.api.pools.controller import PoolController
 from proxyfleet.api.providers.controller import ProviderController
 from proxyfleet.api.proxies.controller import ProxyController
 from proxyfleet.api.request_metrics import request_metrics_middleware
@@ -74,7 +75,13 @@ def create_app(settings: ApiSettings, deps: AppDeps) -> Litestar:
         path="/v1",
         guards=[auth.guard],
         security=[{"bearer": []}],
-        route_handlers=[ProxyController, LeaseController, ProviderController, FeedController],
+        route_handlers=[
+            ProxyController,
+            LeaseController,
+            PoolController,
+            ProviderController,
+            FeedController,
+        ],
     )
     handlers: list[Router | type[SystemController]] = [
         v1,

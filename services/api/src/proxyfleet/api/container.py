@@ -11,6 +11,7 @@ from litestar.di import Provide
 from proxyfleet.api.deps import AppDeps, Backends
 from proxyfleet.api.events import Messages
 from proxyfleet.api.leases.service import LeaseService
+from proxyfleet.api.pools.service import PoolService
 from proxyfleet.api.providers.service import ProviderCatalog, ProviderService
 from proxyfleet.api.proxies.service import ProxyService
 from proxyfleet.api.settings import ApiSettings
@@ -23,6 +24,7 @@ class Services:
     proxies: ProxyService
     leases: LeaseService
     providers: ProviderService
+    pools: PoolService
 
 
 def build_services(settings: ApiSettings, deps: AppDeps, backends: Backends) -> Services:
@@ -31,12 +33,22 @@ def build_services(settings: ApiSettings, deps: AppDeps, backends: Backends) -> 
     return Services(
         backends=backends,
         proxies=ProxyService(
-            backends.registry, messages, catalog, deps.clock, settings.idempotency_ttl
+            backends.registry,
+            messages,
+            catalog,
+            deps.clock,
+            backends.pools,
+            settings.idempotency_ttl,
         ),
         leases=LeaseService(
-            backends.leases, backends.registry, catalog, settings.default_lease_ttl
+            backends.leases,
+            backends.registry,
+            catalog,
+            settings.default_lease_ttl,
+            backends.pools,
         ),
         providers=ProviderService(catalog, backends.registry),
+        pools=PoolService(backends.pools, deps.providers),
     )
 
 
@@ -68,6 +80,10 @@ def _providers(state: State) -> ProviderService:
     return services_of(state).providers
 
 
+def _pools(state: State) -> PoolService:
+    return services_of(state).pools
+
+
 def _services(state: State) -> Services:
     return services_of(state)
 
@@ -76,5 +92,6 @@ DEPENDENCIES = {
     "proxy_service": Provide(_proxies, sync_to_thread=False),
     "lease_service": Provide(_leases, sync_to_thread=False),
     "provider_service": Provide(_providers, sync_to_thread=False),
+    "pool_service": Provide(_pools, sync_to_thread=False),
     "services": Provide(_services, sync_to_thread=False),
 }

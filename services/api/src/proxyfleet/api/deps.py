@@ -16,7 +16,13 @@ from proxyfleet.common.host.connect import nats_with_streams, redis_reachable
 from proxyfleet.common.messaging import Publisher
 from proxyfleet.common.providers_config import ProvidersConfig
 from proxyfleet.common.relay import OutboxRelay
-from proxyfleet.common.store import LeaseStore, ProxyRegistry, ScriptMux, connect_redis
+from proxyfleet.common.store import (
+    LeaseStore,
+    PoolStore,
+    ProxyRegistry,
+    ScriptMux,
+    connect_redis,
+)
 from proxyfleet.common.store.leases import LeasePolicy
 
 READINESS_TIMEOUT = 1.0
@@ -28,6 +34,7 @@ class Backends:
 
     registry: ProxyRegistry
     leases: LeaseStore
+    pools: PoolStore
     publisher: Publisher
     relay: OutboxRelay
     """Publishes the outbox the lease and registry scripts append to."""
@@ -78,6 +85,7 @@ async def open_backends(settings: ApiSettings, clock: Clock) -> AsyncIterator[Ba
                     relay=relay,
                     registry=registry,
                     leases=LeaseStore(redis, clock, policy, namespace=common.namespace, mux=mux),
+                    pools=PoolStore(redis, clock, namespace=common.namespace),
                     # One attempt: a request never waits on NATS (the client may retry).
                     publisher=Publisher(nc, clock, attempts=1),
                     ping_redis=registry.ping,

@@ -11,10 +11,10 @@ import contextlib
 import time
 
 from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import Conflict, NotFound, Unavailable
+from proxyfleet.common.errors import Conflict, NotFound, StoreUnavailable, Unavailable
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.models import LeaseOutcome
-from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
+from proxyfleet.common.store import GrantRequest, LeaseStore, PoolStore, ProxyRegistry
 from proxyfleet.common.store.leases import GrantedProxy
 from proxyfleet.common.store.sessions import SessionLease, SessionStore
 from proxyfleet.gateway.metrics import GRANT_SECONDS, REPORTS
@@ -36,8 +36,10 @@ class Leaser:
         sessions: SessionStore,
         settings: GatewaySettings,
         clock: Clock,
+        pools: PoolStore,
     ) -> None:
         self._store = store
+        self._pools = pools
         self._registry = registry
         self._sessions = sessions
         self._settings = settings
@@ -79,6 +81,14 @@ class Leaser:
             return fresh
         finally:
             await self.end(old)
+
+    async def pool_missing(self, pool: str) -> bool:
+        """Whether the store says no such pool is declared (read once a grant for it was
+        refused; an outage says nothing: False)."""
+        try:
+            return await self._pools.get(pool) is None
+        except StoreUnavailable:
+            return False
 
     async def finish(self, hold: Hold) -> None:
         """A connection closed: its own lease ends; a session's lease lives on (it expires
@@ -141,6 +151,7 @@ class Leaser:
             zone=sel.zone,
             labels=sel.labels,
             client=owner,
+            pool=sel.pool,
         )
         lease, proxy = await self._store.grant_with_proxy(req)
         return Hold(lease.id, lease.epoch, proxy, owner, target, session, ends_at)

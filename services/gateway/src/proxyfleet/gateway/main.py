@@ -9,7 +9,7 @@ import uvloop
 from proxyfleet.common import host
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.relay import OutboxRelay
-from proxyfleet.common.store import LeaseStore, ProxyRegistry, ScriptMux
+from proxyfleet.common.store import LeaseStore, PoolStore, ProxyRegistry, ScriptMux
 from proxyfleet.common.store.sessions import SessionStore
 from proxyfleet.gateway.auth import TokenBook
 from proxyfleet.gateway.events import LeaseFollower
@@ -43,7 +43,8 @@ def assemble(ctx: host.Context[GatewaySettings]) -> Assembly:
     mux = ScriptMux.from_client(ctx.redis)
     registry = ProxyRegistry(ctx.redis, ctx.clock, namespace=ns, mux=mux)
     store = LeaseStore(ctx.redis, ctx.clock, s.policy(), namespace=ns, mux=mux)
-    leaser = Leaser(store, registry, SessionStore(ctx.redis, namespace=ns), s, ctx.clock)
+    pools = PoolStore(ctx.redis, ctx.clock, namespace=ns)
+    leaser = Leaser(store, registry, SessionStore(ctx.redis, namespace=ns), s, ctx.clock, pools)
     tunnels = Tunnels()
     open_files = raise_open_files()
     cap = connection_cap(s.max_connections, open_files)

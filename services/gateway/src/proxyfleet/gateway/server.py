@@ -270,6 +270,9 @@ class Gateway:
         try:
             return await self._leaser.acquire(caller.owner, caller.selector, target)
         except (Unavailable, Conflict) as exc:
+            pool = caller.selector.pool
+            if pool and await self._leaser.pool_missing(pool):
+                raise bad_username(f"pool: unknown pool {pool!r}", "pool") from None
             raise unavailable(str(exc), exc.retry_after, "proxy_internal_response") from None
         except StoreUnavailable:
             raise unavailable("the lease store is unreachable", 1, "proxy_internal_error") from None

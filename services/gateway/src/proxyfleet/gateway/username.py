@@ -6,10 +6,10 @@ key and a value separated by `-`:
 - `session-<id>`: a sticky session (1-64 letters and digits); without one, every
   connection gets a proxy of its own.
 - `sesstime-<minutes>`: how long the session lives (1-1440; needs `session`).
-- `zone-<zone>`, `provider-<name>`: the selector, as in the lease API.
+- `zone-<zone>`, `provider-<name>`, `pool-<name>`: the selector, as in the lease API.
 - `label-<key>=<value>`: the proxy carries this label (repeatable, one per key).
 
-Zones, providers and labels may contain `-` themselves (`zone-us-east1-b`), so their value
+Zones, providers, pools and labels may contain `-` themselves (`zone-us-east1-b`), so their value
 runs up to the next `-` followed by a parameter name: a value with a segment that *is* a
 parameter name (a zone called `eu-zone-1`) cannot be selected here. The name is the first
 segment (no `-`); anything after it must be a parameter, so a typo (`-sesion-x`) is an
@@ -31,12 +31,13 @@ SESSTIME = re.compile(r"[0-9]{1,5}")
 # The lease API's own patterns (services/api fields.py), so a selector means the same.
 PROVIDER = re.compile(r"[a-z][a-z0-9-]{0,30}")
 ZONE = re.compile(r"[a-z0-9][a-z0-9-]{0,62}")
+POOL = re.compile(r"[a-z]([a-z0-9-]{0,61}[a-z0-9])?")
 LABEL_KEY = re.compile(r"[A-Za-z0-9]([A-Za-z0-9._/-]{0,61}[A-Za-z0-9])?")
 LABEL_VALUE = re.compile(r"[A-Za-z0-9._-]{0,63}")
 
 SINGLE = frozenset({"session", "sesstime"})
 """Parameters whose value is one segment."""
-SPANNING = frozenset({"zone", "provider", "label"})
+SPANNING = frozenset({"zone", "provider", "pool", "label"})
 """Parameters whose value may contain `-` (it runs to the next parameter name)."""
 KEYS = SINGLE | SPANNING
 
@@ -61,6 +62,7 @@ class Selector:
     zone: str = ""
     provider: str = ""
     labels: dict[str, str] = field(default_factory=dict)
+    pool: str = ""
 
     def format(self) -> str:
         """The username that parses back to this selector."""
@@ -73,6 +75,8 @@ class Selector:
             parts += ["zone", self.zone]
         if self.provider:
             parts += ["provider", self.provider]
+        if self.pool:
+            parts += ["pool", self.pool]
         for key, value in self.labels.items():
             parts += ["label", f"{key}={value}"]
         return "-".join(parts)
@@ -158,4 +162,9 @@ def _checked(name: str, values: dict[str, str], labels: dict[str, str]) -> Selec
     provider = values.get("provider", "")
     if "provider" in values and not PROVIDER.fullmatch(provider):
         raise UsernameError("provider", "expected a provider name (lower-case, 1-31)")
-    return Selector(name, session, sesstime, zone, provider, labels)
+    pool = values.get("pool", "")
+    if "pool" in values and not POOL.fullmatch(pool):
+        raise UsernameError(
+            "pool", "expected a pool name (lower-case letters, digits and '-', 1-63)"
+        )
+    return Selector(name, session, sesstime, zone, provider, labels, pool)

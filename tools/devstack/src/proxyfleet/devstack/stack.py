@@ -44,6 +44,8 @@ class StackOptions:
     """Seconds between two probes of one proxy."""
     gc_interval: float = 10.0
     gc_min_age: float = 30.0
+    pools_interval: float = 2.0
+    """Seconds between two passes of the pool controller."""
     cooldown: float = 10.0
     """Lease cooldown after release (short in the dev stack)."""
     boot_timeout: float = 30.0
@@ -54,7 +56,7 @@ class StackOptions:
     echo: Printer | None = print
     """Where prefixed service output goes (None: only to the log files)."""
     extra_args: dict[str, list[str]] = field(default_factory=dict)
-    """More command-line flags per service name (api, provisioner, health, gc)."""
+    """More command-line flags per service name (api, provisioner, health, gc, pools)."""
     target_host: str = "127.0.0.1"
     """Address the HTTPS target listens on (and its certificate names). VMs reach the
     target only on an address of theirs, such as a libvirt network's bridge."""
@@ -62,6 +64,8 @@ class StackOptions:
     """Port of the HTTPS target (0: a free one)."""
     extra_providers: str = ""
     """More entries of the providers config's `providers:` list (YAML, indented by two)."""
+    extra_config: str = ""
+    """More top-level sections of the providers config (YAML), such as `pools:`."""
     extra_services: dict[str, list[str]] = field(default_factory=dict)
     """More services to start, name -> command line (another provider's provisioner)."""
     tied: bool = False
@@ -156,7 +160,9 @@ class Stack:
             "    local:\n"
             f"      state_dir: {base / 'local-proxies'}\n"
             f"      engine: {self.opts.engine}\n"
-            f"      connect_ports: [443, {target_port}]\n" + self.opts.extra_providers
+            f"      connect_ports: [443, {target_port}]\n"
+            + self.opts.extra_providers
+            + self.opts.extra_config
         )
         self.providers_config = str(path)
 
@@ -220,6 +226,13 @@ class Stack:
                 str(o.gc_interval),
                 "--min-age",
                 str(o.gc_min_age),
+                "--metrics-port",
+                str(free_port()),
+            ],
+            "pools": [
+                _bin("proxyfleet-pools"),
+                "--interval",
+                str(o.pools_interval),
                 "--metrics-port",
                 str(free_port()),
             ],

@@ -15,7 +15,7 @@ import redis.asyncio as aioredis
 
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.errors import Conflict, NotFound
-from proxyfleet.common.models import Withheld
+from proxyfleet.common.models import EventData, EventType, Withheld
 from proxyfleet.common.pool_spec import POOL_LABEL, Owner, PoolRecord, PoolSpec, PoolStatus
 from proxyfleet.common.store.creates import Fence, FencedOut
 from proxyfleet.common.store.fastid import fast_id
@@ -33,6 +33,7 @@ _spec_json = msgspec.json.Encoder(order="sorted")
 _spec = msgspec.json.Decoder(PoolSpec)
 _status = msgspec.json.Decoder(PoolStatus)
 _status_json = msgspec.json.Encoder()
+_json = msgspec.json.Encoder()
 _OWNER_NAMES = {Owner.API: "the API", Owner.CONFIG: "the config file", Owner.KUBERNETES:
                 "the Kubernetes resource"}  # fmt: skip
 
@@ -149,6 +150,20 @@ class PoolStore:
         res = await self._scripts.call(
             "pool_scale", name, desired, reason, repr(self._clock.now()), fast_id("e"),
             fence.lock, fence.token, gen,
+        )  # fmt: skip
+        return _fenced(res) == 1
+
+    async def announce(
+        self, name: str, event_type: EventType, data: EventData, fence: Fence
+    ) -> bool:
+        """Append a pool event that comes with no other change (a condition changed, a
+        recycle began); False when the pool is gone."""
+        pairs: list[str] = []
+        for key, value in msgspec.to_builtins(data).items():
+            pairs += [key, _json.encode(value).decode()]
+        res = await self._scripts.call(
+            "pool_event", name, event_type.value, repr(self._clock.now()), fast_id("e"),
+            fence.lock, fence.token, *pairs,
         )  # fmt: skip
         return _fenced(res) == 1
 

@@ -69,9 +69,10 @@ class LeaseController(Controller):
         request: Caller,
         idempotency_key: IdempotencyKey = None,
     ) -> GrantedLease:
-        """Lease a ready proxy: least recently used first among those matching the selector,
-        not leased, not cooling down and not banned for the target. 503 + Retry-After when
-        none is free; 409 + Retry-After when the named proxy is taken. A ttl above the
+        """Lease a ready proxy: least recently used first among those matching the selector
+        (provider, zone, labels, pool), not leased, not cooling down, not withheld (draining
+        or quarantined) and not banned for the target. 503 + Retry-After when none is free;
+        409 + Retry-After when the named proxy is taken; 404 for an unknown pool. A ttl above the
         server's --max-lease-ttl is cut to it: `ttl` and `ttl_capped` say what was granted.
         See `Idempotency-Key` for safe retries."""
         body = strict(data, GrantLease)
@@ -86,6 +87,7 @@ class LeaseController(Controller):
                 zone=body.zone or "",
                 labels=dict(body.labels),
                 client=request.user.name,
+                pool=body.pool or "",
             ),
             idempotency_key=idempotency_key,
             body=body,

@@ -15,6 +15,7 @@ from proxyfleet.api.fields import (
     ZoneName,
 )
 from proxyfleet.common.models import Lease, LeaseOutcome
+from proxyfleet.common.pool_spec import PoolName
 
 
 class GrantLease(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -31,6 +32,9 @@ class GrantLease(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     zone: ZoneName | None = None
     labels: Labels = {}
     """The granted proxy carries all of these labels."""
+    pool: PoolName | None = None
+    """A member of this pool (404 when there is no such pool); its refusals (503) count
+    towards the pool's autoscale."""
 
 
 class LeasedProxy(msgspec.Struct, kw_only=True):

@@ -20,7 +20,7 @@ from proxyfleet.api.providers.service import ProviderCatalog
 from proxyfleet.common.errors import Conflict, NotFound, Unavailable
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.models import Lease, LeaseOutcome
-from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
+from proxyfleet.common.store import GrantRequest, LeaseStore, PoolStore, ProxyRegistry
 from proxyfleet.common.store.lease_pages import LeasePage
 from proxyfleet.common.store.leases import GrantedProxy, GrantKey, Released, Renewed
 from proxyfleet.common.tokens import Principal
@@ -43,8 +43,10 @@ class LeaseService:
         registry: ProxyRegistry,
         catalog: ProviderCatalog,
         default_ttl: float,
+        pools: PoolStore,
     ) -> None:
         self._store = store
+        self._pools = pools
         self._registry = registry
         self._catalog = catalog
         self._default_ttl = default_ttl
@@ -52,7 +54,9 @@ class LeaseService:
     async def grant(
         self, req: GrantRequest, *, idempotency_key: str | None = None, body: object = None
     ) -> Grant:
-        """Raises Unavailable (503), Conflict (409) or NotFound (404 for a named proxy).
+        """Raises Unavailable (503), Conflict (409) or NotFound (404 for a named proxy or an
+        unknown pool: looked up only once a grant for a pool is refused, so a granted one
+        costs no extra read).
         `req.client` (the caller's name) becomes the lease's owner. With an
         `idempotency_key`, a grant seen before with the same `body` answers with its lease."""
         self._catalog.check_selector(req.provider or None, req.zone or None)
@@ -63,9 +67,11 @@ class LeaseService:
         try:
             lease, proxy = await self._store.grant_with_proxy(req, key=key)
         except Unavailable:
+            await self._known_pool(req.pool)
             LEASE_UNAVAILABLE.inc()
             raise
         except Conflict:
+            await self._known_pool(req.pool)
             LEASE_CONFLICTS.inc()
             raise
         LEASES_GRANTED.inc()
@@ -79,6 +85,12 @@ class LeaseService:
             client=req.client,
         )
         return Grant(lease, proxy)
+
+    async def _known_pool(self, pool: str) -> None:
+        """NotFound when a grant asked for a pool that does not exist (no member can ever
+        match: a 404 says so, where a 503 would have the client retry)."""
+        if pool and await self._pools.get(pool) is None:
+            raise NotFound(f"pool {pool} not found")
 
     def ttl(self, ttl: float | None) -> float:
         return self._default_ttl if ttl is None else ttl

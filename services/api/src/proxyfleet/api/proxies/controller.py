@@ -7,15 +7,26 @@ from typing import Annotated, Any
 from litestar import Controller, Request, delete, get, post
 from litestar.di import NamedDependency
 from litestar.params import FromQuery, HeaderParameter, Parameter
-from litestar.status_codes import HTTP_202_ACCEPTED
+from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
 
 from proxyfleet.api.auth import Principal, Scope
 from proxyfleet.api.errors import error_responses
 from proxyfleet.api.fields import JSONInput, parse_label_filters, strict
 from proxyfleet.api.idempotency import MAX_KEY_CHARS
-from proxyfleet.api.proxies.schemas import CreateProxies, ProxyBatch, ProxyOut, ProxyPage
+from proxyfleet.api.proxies.schemas import (
+    CreateProxies,
+    ProxyBatch,
+    ProxyOut,
+    ProxyPage,
+    Quarantine,
+)
 from proxyfleet.api.proxies.service import ProxyService
 from proxyfleet.common.models import Phase
+
+POOL_NAME_PATTERN = r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$"
+"""pool_spec.PoolName's pattern."""
+Caller = Request[Principal, Any, Any]
+"""The request, for its `user`: the caller the auth guard identified."""
 
 CURSOR_PATTERN = r"^([a-z0-9][a-z0-9-]{0,63})?$"
 """A next_cursor is the last proxy id of a page (the ids of fields.ProxyId); empty: page one."""
@@ -51,7 +62,7 @@ class ProxyController(Controller):
         self,
         data: JSONInput[CreateProxies],
         proxy_service: NamedDependency[ProxyService],
-        request: Request[Principal, Any, Any],
+        request: Caller,
         idempotency_key: IdempotencyKey = None,
     ) -> ProxyBatch:
         """Create `count` proxies: stored as pending, then provisioned asynchronously.
@@ -79,6 +90,15 @@ class ProxyController(Controller):
         label: Annotated[
             list[str] | None, Parameter(description="Label filter key=value (repeatable).")
         ] = None,
+        pool: Annotated[
+            str | None,
+            Parameter(
+                pattern=POOL_NAME_PATTERN,
+                max_length=63,
+                description="Only the members of this pool (those with its "
+                "`proxyfleet-pool` label).",
+            ),
+        ] = None,
         cursor: Annotated[
             str,
             Parameter(
@@ -102,6 +122,7 @@ class ProxyController(Controller):
             labels=parse_label_filters(label),
             cursor=cursor,
             limit=limit,
+            pool=pool,
         )
         return ProxyPage(items=[ProxyOut.of(p) for p in items], next_cursor=next_cursor or None)
 
@@ -132,3 +153,37 @@ class ProxyController(Controller):
         its current state (a deleting proxy gets its delete intent sent again).
         """
         return ProxyOut.of(await proxy_service.delete(proxy_id, force=force))
+
+    @post(
+        "/{proxy_id:str}/quarantine",
+        status_code=HTTP_200_OK,
+        responses=error_responses(400, 401, 403, 404, 413, 503),
+    )
+    async def quarantine_proxy(
+        self,
+        proxy_id: ProxyIdParam,
+        data: JSONInput[Quarantine],
+        proxy_service: NamedDependency[ProxyService],
+        request: Caller,
+    ) -> ProxyOut:
+        """Set the proxy aside for inspection: never granted (a lease it has runs on to
+        its end), never deleted by its pool, which replaces it in its count. Idempotent:
+        a quarantined proxy keeps its first reason. Undo with DELETE."""
+        body = strict(data, Quarantine)
+        proxy = await proxy_service.quarantine(proxy_id, body.reason, caller=request.user.name)
+        return ProxyOut.of(proxy)
+
+    @delete(
+        "/{proxy_id:str}/quarantine",
+        status_code=HTTP_200_OK,
+        responses=error_responses(400, 401, 403, 404, 409, 503),
+    )
+    async def release_proxy(
+        self,
+        proxy_id: ProxyIdParam,
+        proxy_service: NamedDependency[ProxyService],
+        request: Caller,
+    ) -> ProxyOut:
+        """Put a quarantined proxy back in rotation: grantable again once ready and past
+        its cooldown. 409 `proxy_not_quarantined` when it is not quarantined."""
+        return ProxyOut.of(await proxy_service.release(proxy_id, caller=request.user.name))

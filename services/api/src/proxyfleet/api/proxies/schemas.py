@@ -7,7 +7,7 @@ from typing import Annotated
 import msgspec
 
 from proxyfleet.api.fields import Labels, Placement, ProviderName, ZoneName
-from proxyfleet.common.models import Phase, Proxy
+from proxyfleet.common.models import Phase, Proxy, Withheld
 
 
 class CreateProxies(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -48,6 +48,14 @@ class ProxyOut(msgspec.Struct, kw_only=True):
     """When health last probed it successfully; grants skip a proxy whose last good probe
     is older than the API's --max-probe-age."""
     last_probe_error: str
+    pool: str
+    """The pool it belongs to; empty for a one-off proxy."""
+    withheld: Withheld
+    """draining (its pool recycles or shrinks: no new grants, then deleted) or quarantined
+    (set aside by an admin or its pool's rule: never granted, kept for inspection); empty
+    when it is in rotation."""
+    withheld_reason: str
+    withheld_at: float
 
     @classmethod
     def of(cls, p: Proxy) -> ProxyOut:
@@ -72,7 +80,16 @@ class ProxyOut(msgspec.Struct, kw_only=True):
             last_probe_at=p.last_probe_at,
             last_ok_at=p.last_ok_at,
             last_probe_error=p.last_probe_error,
+            pool=p.pool,
+            withheld=p.withheld,
+            withheld_reason=p.withheld_reason,
+            withheld_at=p.withheld_at,
         )
+
+
+class Quarantine(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
+    reason: Annotated[str, msgspec.Meta(min_length=1, max_length=200)]
+    """Why it is set aside (shown with the proxy and in its proxy.quarantined event)."""
 
 
 class ProxyBatch(msgspec.Struct, kw_only=True):

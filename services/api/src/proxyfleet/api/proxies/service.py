@@ -3,7 +3,6 @@ the intent (create, delete) in the outbox; the relay publishes them."""
 
 from __future__ import annotations
 
-import secrets
 from typing import TypeVar
 
 from proxyfleet.api.events import Messages
@@ -11,11 +10,12 @@ from proxyfleet.api.idempotency import check_key, fingerprint, scoped_key
 from proxyfleet.api.metrics import LEASES_REVOKED
 from proxyfleet.api.providers.service import ProviderCatalog
 from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import Conflict, NotFound
-from proxyfleet.common.ids import new_proxy_id
+from proxyfleet.common.errors import Conflict, InvalidInput, NotFound
+from proxyfleet.common.lifecycle import pending_proxy
 from proxyfleet.common.logging import get_logger
-from proxyfleet.common.models import Phase, Proxy
-from proxyfleet.common.store import Idempotency, ProxyRegistry
+from proxyfleet.common.models import Phase, Proxy, Withheld
+from proxyfleet.common.pool_spec import POOL_LABEL
+from proxyfleet.common.store import Idempotency, PoolStore, ProxyRegistry
 
 log = get_logger(__name__)
 
@@ -32,12 +32,6 @@ def _leased(proxy: Proxy) -> Conflict:
     )
 
 
-def new_credentials() -> tuple[str, str]:
-    """Per-proxy basic-auth credentials. Both start with a letter, so no tool ever reads
-    them as a command-line option; both are URL-safe."""
-    return f"u{secrets.token_hex(8)}", f"k{secrets.token_urlsafe(24)}"
-
-
 class ProxyService:
     def __init__(
         self,
@@ -45,9 +39,11 @@ class ProxyService:
         messages: Messages,
         catalog: ProviderCatalog,
         clock: Clock,
+        pools: PoolStore,
         idempotency_ttl: float = 86_400.0,
     ) -> None:
         self._registry = registry
+        self._pools = pools
         self._messages = messages
         self._catalog = catalog
         self._clock = clock
@@ -92,24 +88,9 @@ class ProxyService:
         turn = 0 if zone is not None else await self._registry.take_zone_turns(provider.name, count)
         zones = self._catalog.zones_for(provider, zone, count, turn)
         now = self._clock.now()
-        proxies = []
-        for zone_ in zones:
-            username, password = new_credentials()
-            proxies.append(
-                Proxy(
-                    id=new_proxy_id(),
-                    provider=provider.name,
-                    zone=zone_,
-                    phase=Phase.PENDING,
-                    gen=0,
-                    username=username,
-                    password=password,
-                    created_at=now,
-                    updated_at=now,
-                    labels=dict(labels),
-                    placement=dict(placement or {}),
-                )
-            )
+        proxies = [
+            pending_proxy(provider.name, z, now, labels=labels, placement=placement) for z in zones
+        ]
         created = await self._registry.create_many(
             proxies, max_proxies=provider.max_proxies, idempotency=idem
         )
@@ -141,9 +122,18 @@ class ProxyService:
         cursor: str,
         limit: int,
         include_deleted: bool = False,
+        pool: str | None = None,
     ) -> tuple[list[Proxy], str]:
         """Deleted proxies (kept a while for their history) only when asked: by
-        `include_deleted` or by `phase=deleted`."""
+        `include_deleted` or by `phase=deleted`. A pool's members are those with its
+        label (the pool sets it on every member and takes it off when it lets one go)."""
+        if pool is not None:
+            if labels.get(POOL_LABEL, pool) != pool:
+                raise InvalidInput(
+                    f"query parameter pool: {pool!r} contradicts the label filter "
+                    f"{POOL_LABEL}={labels[POOL_LABEL]}"
+                )
+            labels = {**labels, POOL_LABEL: pool}
         shown_deleted = include_deleted or phase is Phase.DELETED
         return await self._registry.page(
             provider=provider,
@@ -183,6 +173,27 @@ class ProxyService:
         log.info("api.proxy_deleting", proxy_id=proxy_id, previous=res.previous.value, force=force)
         if res.ended_lease_id:
             LEASES_REVOKED.inc()
+        return await self.get(proxy_id)
+
+    async def quarantine(self, proxy_id: str, reason: str, *, caller: str) -> Proxy:
+        """Set the proxy aside: never granted (a lease it has runs on), never deleted by
+        its pool (which replaces it in its count). Idempotent: a quarantined proxy keeps
+        its first reason."""
+        if await self._pools.withhold(proxy_id, Withheld.QUARANTINED, reason, actor=caller):
+            log.info("api.proxy_quarantined", proxy_id=proxy_id, reason=reason, by=caller)
+        return await self.get(proxy_id)
+
+    async def release(self, proxy_id: str, *, caller: str) -> Proxy:
+        """Put a quarantined proxy back in rotation (grantable again once ready and past
+        its cooldown); Conflict when it is not quarantined."""
+        if not await self._pools.withhold(proxy_id, Withheld.NO, actor=caller):
+            current = await self.get(proxy_id)
+            raise Conflict(
+                f"proxy {proxy_id} is not quarantined"
+                + (f" (it is {current.withheld.value})" if current.withheld else ""),
+                code="proxy_not_quarantined",
+            )
+        log.info("api.proxy_unquarantined", proxy_id=proxy_id, by=caller)
         return await self.get(proxy_id)
 
     async def _again(self, proxy: Proxy) -> Proxy:

@@ -151,7 +151,10 @@ end
 -- are not looked at). Each list is examined up to its first few: past them, a match ends
 -- no sooner than the last one examined.
 local FEW = 8
-if pool ~= '' then redis.call('INCR', k('pool_refused', pool)) end
+-- Counted only for a declared pool (a misspelt one would leave a counter behind).
+if pool ~= '' and redis.call('EXISTS', k('pool', pool)) == 1 then
+  redis.call('INCR', k('pool_refused', pool))
+end
 local function first_end(flat, matches)
   for i = 1, #flat, 2 do
     if matches(flat[i]) or i + 1 == 2 * FEW then return tonumber(flat[i + 1]) end

@@ -15,6 +15,11 @@ export class ApiError extends Error {
   }
 }
 
+/** What the page shows for any failure: an ApiError's description, else the message. */
+export function describe(err) {
+  return err instanceof ApiError ? err.describe() : String(err?.message || err);
+}
+
 /** The ApiError of a non-2xx response (its body need not be JSON). */
 export async function errorOf(response) {
   let body = null;

@@ -29,16 +29,27 @@ export function latency(ms) {
   return ms < 10 ? `${ms.toFixed(1)} ms` : `${Math.round(ms)} ms`;
 }
 
-/** The words an event adds to its type in the feed, from its `data`. */
+/** The words an event adds to its type in the feed, from its `pool` and `data`. */
 export function eventDetails(event) {
   const d = event.data || {};
   const parts = [];
+  if (event.pool) parts.push(`pool ${event.pool}`);
   if (d.from !== undefined && d.from !== null) parts.push(`from ${d.from || "nothing"}`);
   if (d.holder) parts.push(`holder ${d.holder}`);
   if (d.target) parts.push(`target ${d.target}`);
   if (d.client) parts.push(`client ${d.client}`);
   if (d.outcome) parts.push(`outcome ${d.outcome}`);
   if (d.epoch !== undefined && d.epoch !== null) parts.push(`epoch ${d.epoch}`);
+  if (d.size !== undefined && d.size !== null) {
+    parts.push(
+      d.from_size !== undefined && d.from_size !== null
+        ? `size ${d.from_size} \u2192 ${d.size}`
+        : `size ${d.size}`,
+    );
+  }
+  if (d.condition) parts.push(`${d.condition} ${d.status ? "true" : "false"}`);
+  if (d.by) parts.push(`by ${d.by}`);
   if (d.reason) parts.push(`reason: ${d.reason}`);
+  if (d.message) parts.push(d.message);
   return parts.join(", ");
 }

@@ -1,19 +1,19 @@
 // The dashboard: sign in, load the fleet, then follow the event stream and keep every
 // table current without reloading. Every value from the API reaches the DOM as text.
 
-import { Api, ApiError, errorOf } from "./api.js";
+import { Api, ApiError, describe } from "./api.js";
 import { byId, setText } from "./dom.js";
-import { addEvent, addNote } from "./feed.js";
 import { groupFleet, groupProviders, renderFleet, renderHead } from "./fleet.js";
 import { CreateForm } from "./create.js";
-import { LeaseTable, leaseChange } from "./leases.js";
+import { LeaseTable } from "./leases.js";
+import { Live } from "./live.js";
+import { PoolPanel } from "./pools.js";
 import { ProxyTable } from "./proxies.js";
-import { EventStream } from "./sse.js";
+import { QuarantineDialog } from "./quarantine.js";
 
 const TOKEN_KEY = "proxyfleet.token";
 const TICK_MS = 1000;
-/** A full refetch this often, in case the stream missed something (it also follows every
- *  reconnect). */
+/** A full refetch this often, in case the stream missed something (and on each reconnect). */
 const RESYNC_MS = 30000;
 /** Changes the stream reports are fetched in batches at most this often. */
 const BATCH_MS = 250;
@@ -30,7 +30,6 @@ const ui = {
   dashboard: byId("dashboard"),
   logout: byId("logout"),
   who: byId("who"),
-  streamStatus: byId("stream-status"),
   loadError: byId("load-error"),
   fleetHead: byId("fleet-head"),
   fleetBody: byId("fleet-body"),
@@ -45,17 +44,40 @@ const ui = {
 let session = null; // {api, admin, providers, stream, timers, dirtyProxies, ...} while signed in
 
 const proxies = new ProxyTable(byId("proxies-body"), {
-  canDelete: () => Boolean(session?.admin),
-  onDelete: deleteProxy,
+  canAct: () => Boolean(session?.admin),
+  onDelete: (id) => proxyAction("Delete", id, "DELETE", ""),
+  onQuarantine: (id) => quarantine.open(id),
+  onRelease: (id) => proxyAction("Release", id, "DELETE", "/quarantine"),
+});
+const quarantine = new QuarantineDialog(byId("quarantine-dialog"), {
+  send: (id, reason) =>
+    session.api.call("POST", `/v1/proxies/${encodeURIComponent(id)}/quarantine`, { reason }),
+  onDone: (proxy) => showProxies([proxy]),
+  describe: (err) => (handleDenied(err) ? null : describe(err)),
+});
+// /v1/pools takes only an admin token: the panel is shown (and polled) for admins only
+const pools = new PoolPanel(byId("pools"), {
+  load: async () => (await session.api.get("/v1/pools")).items,
+  describe: (err) => (handleDenied(err) ? null : describe(err)),
 });
 const leases = new LeaseTable(byId("leases-body"), byId("lease-count"));
 const createForm = new CreateForm(byId("create-form"), {
   create: (body) => session.api.call("POST", "/v1/proxies", body),
-  onCreated: (items) => {
-    for (const proxy of items) proxies.upsert(proxy, now());
-    renderSummary();
-  },
+  onCreated: showProxies,
   describe: (err) => (handleDenied(err) ? null : describe(err)),
+});
+const live = new Live({
+  status: byId("stream-status"),
+  events: ui.events,
+  proxies,
+  leases,
+  pools,
+  isAdmin: () => Boolean(session?.admin),
+  refresh: () => refresh(),
+  proxyChanged,
+  leasesChanged,
+  renderSummary,
+  signOut,
 });
 
 // ---- signing in and out ------------------------------------------------------------
@@ -72,11 +94,14 @@ async function signIn(token) {
     admin = false;
   }
   sessionStorage.setItem(TOKEN_KEY, token);
-  session = { api, admin, providers, timers: [], dirtyProxies: new Set(), flushTimer: 0 };
+  const s = { api, admin, providers, timers: [], dirtyProxies: new Set(), flushTimer: 0 };
+  session = s;
   showDashboard();
+  if (admin) pools.start();
   await refresh();
-  startStream();
-  session.timers.push(setInterval(tick, TICK_MS), setInterval(() => refresh(), RESYNC_MS));
+  if (s !== session) return; // signed out meanwhile (the token was revoked, say)
+  s.stream = live.start(token, admin);
+  s.timers.push(setInterval(tick, TICK_MS), setInterval(() => refresh(), RESYNC_MS));
 }
 
 function signOut(message = "") {
@@ -88,6 +113,8 @@ function signOut(message = "") {
   }
   session = null;
   sessionStorage.removeItem(TOKEN_KEY);
+  quarantine.close();
+  pools.stop();
   proxies.clear();
   leases.clear();
   ui.events.replaceChildren();
@@ -97,7 +124,7 @@ function signOut(message = "") {
   ui.login.hidden = false;
   setText(ui.who, "");
   setText(ui.loginError, message);
-  setStream("off", "not connected");
+  live.setState("off", "not connected");
   ui.token.value = "";
   ui.token.focus();
 }
@@ -128,6 +155,7 @@ async function refresh() {
     const [providers, proxyList] = await Promise.all([
       s.api.get("/v1/providers").then((b) => b.items),
       s.admin ? s.api.all("/v1/proxies") : Promise.resolve(null),
+      pools.refresh(), // shows its own errors
     ]);
     if (s !== session) return;
     s.providers = providers;
@@ -176,12 +204,8 @@ function proxyChanged(id) {
     s.flushTimer = 0;
     const ids = [...s.dirtyProxies];
     s.dirtyProxies.clear();
-    if (!s.admin) {
-      await refresh(); // counts from /v1/providers
-      return;
-    }
-    if (ids.length > MAX_SINGLE_FETCHES) {
-      await refresh();
+    if (!s.admin || ids.length > MAX_SINGLE_FETCHES) {
+      await refresh(); // a client token's counts come from /v1/providers; many: one list
       return;
     }
     await Promise.all(ids.map((pid) => fetchProxy(s, pid)));
@@ -208,103 +232,29 @@ function leasesChanged() {
   }, BATCH_MS);
 }
 
-// ---- the event stream -----------------------------------------------------------------
+// ---- acting on a proxy ----------------------------------------------------------------
 
-function startStream() {
-  const s = session;
-  const url = `/v1/events?probes=${s.admin ? "true" : "false"}`;
-  let connectedBefore = false;
-  s.stream = new EventStream(url, s.api.token, {
-    onMessage: (message) => onStreamMessage(message),
-    onState: (state, detail) => {
-      if (state === "live") {
-        setStream("live", "live");
-        if (connectedBefore) addNote(ui.events, "event stream reconnected", now());
-        connectedBefore = true;
-        refresh(); // what changed before the stream was open (or while it was down)
-      } else if (state === "connecting") {
-        setStream("connecting", "connecting\u2026");
-      } else if (state === "retrying") {
-        const seconds = Math.round(detail.delay / 1000);
-        setStream("retrying", `event stream down (${detail.reason}): retrying in ${seconds} s`);
-      }
-    },
-    onDenied: async (response) => {
-      const err = await errorOf(response);
-      setStream("off", `event stream refused: ${err.describe()}`);
-      if (response.status === 401) signOut(`Signed out: ${err.describe()}`);
-    },
-  });
-  s.stream.start();
-}
-
-function onStreamMessage(message) {
-  if (message.event === "ready") return;
-  if (message.event === "gap") {
-    // the server dropped messages this page read too slowly: what they said is refetched
-    addNote(ui.events, "some events were lost (the page read too slowly): refetched", now());
-    refresh();
-    return;
-  }
-  let body;
-  try {
-    body = JSON.parse(message.data);
-  } catch {
-    return; // not ours to show
-  }
-  if (!body || typeof body !== "object") return;
-  if (message.event === "probe") {
-    proxies.probe(body, now());
-    return;
-  }
-  if (typeof body.type !== "string") return;
-  addEvent(ui.events, body);
-  const [kind, what] = body.type.split(".");
-  if (kind === "proxy" && body.proxy_id) {
-    if (what !== "adopted") proxies.setPhase(body.proxy_id, what, now());
-    renderSummary();
-    proxyChanged(body.proxy_id);
-  } else if (kind === "lease") {
-    onLeaseEvent(body);
-  }
-}
-
-function onLeaseEvent(event) {
-  const change = leaseChange(event);
-  // a client token may hear of others' leases; it lists only its own, so it refetches
-  if (change?.remove) leases.remove(change.remove);
-  else if (change?.renewed && leases.rows.has(change.renewed.lease_id)) {
-    leases.upsert(change.renewed, now());
-  } else if (change?.granted && session?.admin) leases.upsert(change.granted, now());
-  leasesChanged();
-  if (event.proxy_id && session?.admin) proxyChanged(event.proxy_id); // its `leased`
-}
-
-function setStream(state, text) {
-  ui.streamStatus.dataset.state = state;
-  setText(ui.streamStatus, text);
-}
-
-// ---- creating and deleting -------------------------------------------------------------
-
-async function deleteProxy(id) {
+/** Delete or release (DELETE .../quarantine); a refusal's message goes above the table. */
+async function proxyAction(what, id, method, suffix) {
   const s = session;
   if (!s) return;
   setText(ui.actionError, "");
   try {
-    const proxy = await s.api.call("DELETE", `/v1/proxies/${encodeURIComponent(id)}`);
-    proxies.upsert(proxy, now());
-    renderSummary();
+    const proxy = await s.api.call(method, `/v1/proxies/${encodeURIComponent(id)}${suffix}`);
+    if (s === session) showProxies([proxy]);
   } catch (err) {
-    if (!handleDenied(err)) setText(ui.actionError, `Delete of ${id} failed: ${describe(err)}`);
+    if (!handleDenied(err)) setText(ui.actionError, `${what} of ${id} failed: ${describe(err)}`);
   }
 }
 
-// ---- helpers ---------------------------------------------------------------------------
-
-function describe(err) {
-  return err instanceof ApiError ? err.describe() : String(err?.message || err);
+/** Proxies as the API answered an action on them (create, delete, quarantine, release). */
+function showProxies(items) {
+  if (!session) return;
+  for (const proxy of items) proxies.upsert(proxy, now());
+  renderSummary();
 }
+
+// ---- helpers ---------------------------------------------------------------------------
 
 /** A 401 means the token is no longer valid: back to the sign-in form, saying why. */
 function handleDenied(err) {

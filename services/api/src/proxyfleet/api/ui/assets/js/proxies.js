@@ -1,4 +1,5 @@
-// The proxies table: one row per proxy, updated in place (from fetches and probe events).
+// The proxies table: one row per proxy, updated in place (from fetches and probe events),
+// with the admin's actions on it (delete; quarantine and release).
 
 import { el, setText } from "./dom.js";
 import { duration, latency } from "./format.js";
@@ -6,12 +7,19 @@ import * as spark from "./sparkline.js";
 
 const CONFIRM_MS = 5000;
 
+/** What each proxy.* event of a withhold makes of the proxy's `withheld`. */
+export const WITHHELD_BY_EVENT = new Map([
+  ["drained", "draining"],
+  ["quarantined", "quarantined"],
+  ["unquarantined", ""],
+]);
+
 export class ProxyTable {
-  /** onDelete(id) is awaited when a delete is confirmed (a second click within 5 s). */
-  constructor(body, { onDelete, canDelete }) {
-    this.body = body;
-    this.onDelete = onDelete;
-    this.canDelete = canDelete;
+  /** canAct() says whether this token may act (admin); onDelete(id) is awaited when a
+   *  delete is confirmed (a second click within 5 s), onRelease(id) when Release is
+   *  clicked; onQuarantine(id) asks for the reason. */
+  constructor(body, { canAct, onDelete, onQuarantine, onRelease }) {
+    Object.assign(this, { body, canAct, onDelete, onQuarantine, onRelease });
     this.rows = new Map();
     this.gone = new Map(); // id -> when its row went: a list older than that keeps it out
   }
@@ -71,6 +79,12 @@ export class ProxyTable {
     this.gone.set(id, Date.now() / 1000);
   }
 
+  /** A drain, quarantine or release the event stream told of, shown before the refetch. */
+  setWithheld(id, withheld, reason, now) {
+    const row = this.rows.get(id);
+    if (row) this.upsert({ ...row.proxy, withheld, withheld_reason: reason }, now);
+  }
+
   /** A probe result from the stream: {proxy_id, time, ok, latency_ms, error, egress_ip}. */
   probe(result, now) {
     const row = this.rows.get(result.proxy_id);
@@ -97,29 +111,49 @@ export class ProxyTable {
       proxy,
       samples: [],
       id: el("th", { scope: "row", class: "mono", text: proxy.id }),
+      pool: el("td", { testid: "pool" }),
       where: cell(""),
       phase: el("span", { class: "phase", testid: "phase" }),
+      withheld: el("span", { class: "badge", testid: "withheld" }),
+      withheldReason: el("span", { class: "withheld-reason", testid: "withheld-reason" }),
       age: cell("num"),
       latencyText: el("span", { class: "num latency", testid: "latency" }),
       spark: spark.create(),
       egress: el("td", { class: "mono", testid: "egress" }),
       lease: el("td", { testid: "leased" }),
       button: el("button", { type: "button", class: "danger", testid: "delete" }),
+      quarantine: el("button", {
+        type: "button",
+        class: "quiet",
+        testid: "quarantine",
+        "aria-label": `Quarantine proxy ${proxy.id}`,
+        text: "Quarantine",
+      }),
+      release: el("button", {
+        type: "button",
+        class: "quiet",
+        testid: "release",
+        "aria-label": `Release proxy ${proxy.id} from quarantine`,
+        text: "Release",
+      }),
       confirmTimer: 0,
     };
     row.tr = el(
       "tr",
       { testid: "proxy-row", "data-proxy-id": proxy.id },
       row.id,
+      row.pool,
       row.where,
-      el("td", {}, row.phase),
+      el("td", {}, row.phase, row.withheld, row.withheldReason),
       row.age,
       el("td", {}, el("div", { class: "latency-cell" }, row.spark, row.latencyText)),
       row.egress,
       row.lease,
-      el("td", {}, row.button),
+      el("td", {}, el("div", { class: "actions" }, row.quarantine, row.release, row.button)),
     );
     row.button.addEventListener("click", () => this.clickDelete(row));
+    row.quarantine.addEventListener("click", () => this.onQuarantine(row.proxy.id));
+    row.release.addEventListener("click", () => this.clickRelease(row));
     this.resetButton(row);
     return row;
   }
@@ -148,21 +182,43 @@ export class ProxyTable {
     }
   }
 
+  async clickRelease(row) {
+    row.release.disabled = true;
+    try {
+      await this.onRelease(row.proxy.id);
+    } finally {
+      row.release.disabled = false;
+    }
+  }
+
   paint(row, now) {
     const p = row.proxy;
     row.tr.dataset.phase = p.phase;
+    setText(row.pool, p.pool || "");
     setText(row.where, `${p.provider} / ${p.zone}`);
     setText(row.phase, p.phase);
     row.phase.className = `phase ${p.phase}`;
     if (p.reason) row.phase.title = p.reason;
     else row.phase.removeAttribute("title");
+    const withheld = p.withheld || "";
+    row.tr.dataset.withheld = withheld;
+    row.withheld.hidden = !withheld;
+    setText(row.withheld, withheld);
+    row.withheld.className = `badge ${withheld}`;
+    const reason = withheld ? p.withheld_reason || "" : "";
+    setText(row.withheldReason, reason);
+    if (reason) row.withheldReason.title = reason; // the cell cuts a long one short
+    else row.withheldReason.removeAttribute("title");
     setText(row.age, duration(now - p.created_at));
     setText(row.latencyText, p.last_probe_error ? "failing" : latency(p.latency_ms));
     if (p.last_probe_error) row.latencyText.title = p.last_probe_error;
     else row.latencyText.removeAttribute("title");
     setText(row.egress, p.egress_ip || "\u2014");
     setText(row.lease, p.leased ? "leased" : "");
-    row.button.hidden = !this.canDelete() || p.phase === "deleting";
+    const admin = this.canAct();
+    row.button.hidden = !admin || p.phase === "deleting";
+    row.quarantine.hidden = !admin || p.phase === "deleting" || withheld === "quarantined";
+    row.release.hidden = !admin || withheld !== "quarantined";
     spark.draw(row.spark, row.samples, now);
   }
 }

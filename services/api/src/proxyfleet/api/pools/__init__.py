@@ -1,0 +1,1 @@
+"""Pools declared through the API: create or replace, inspect, merge-patch, delete (admin)."""
