@@ -24,6 +24,7 @@ def test_every_listening_address_defaults_to_loopback() -> None:
         ("health", "--metrics-host"): "127.0.0.1",
         ("gc", "--metrics-host"): "127.0.0.1",
         ("pools", "--metrics-host"): "127.0.0.1",
+        ("pool-operator", "--metrics-host"): "127.0.0.1",
         ("gateway", "--host"): "127.0.0.1",
         ("gateway", "--metrics-host"): "127.0.0.1",
     }
