@@ -221,6 +221,19 @@ def test_autoscale_steps_down_after_a_lasting_excess_within_bounds() -> None:
     )  # fmt: skip
 
 
+def test_the_status_shows_the_last_scaling_decision_until_the_next() -> None:
+    spec = PoolSpec(provider="local", autoscale=AUTO)
+    busy = [member(0, leased=True), member(1, leased=True)]
+    p = plan(view(spec, busy, desired=2, refused=2))
+    assert p.scaled is not None
+    assert p.status.last_decision == p.scaled
+    assert "2 grants refused" in p.status.last_decision.reason
+    later = plan(view(spec, [*busy, member(2, Phase.BOOTING)], desired=3, previous=p.status))
+    assert later.scaled is None
+    assert later.status.last_decision == p.scaled
+    assert plan(view(spec, busy, desired=2)).status.last_decision is None
+
+
 def simulate_recycle(size: int, surge: int, unavailable: int, leased: set[int]) -> list[int]:
     """Passes of a whole recycle, each plan carried out at once and every create ready by
     the next pass; a leased member's lease ends one pass after its drain. Returns the ready

@@ -71,6 +71,9 @@ def plan(view: PoolView) -> Plan:
     _scale_down(out, fresh, len(fresh) - out.desired, now)
     out.status = _status(view, out.desired, active, draining, quarantined)
     out.status.autoscale = inputs
+    # The last decision stays in the status until the next one (a step is rare).
+    before = view.previous.last_decision if view.previous else None
+    out.status.last_decision = out.scaled or before
     out.status.conditions, out.changed = conditions.evaluate(
         view, out.status, short=placed.short, blocked_by=placed.blocked_by, old=len(old)
     )
