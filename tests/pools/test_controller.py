@@ -9,8 +9,8 @@ import redis.asyncio as aioredis
 from tests.common.factories import outbox_events
 
 from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.models import EventType, Phase, Withheld
-from proxyfleet.common.pool_spec import POOL_LABEL, Owner, PoolSpec
+from proxyfleet.common.models import EventType, LeaseOutcome, Phase, Withheld
+from proxyfleet.common.pool_spec import POOL_LABEL, AutoQuarantine, Owner, PoolSpec
 from proxyfleet.common.providers_config import parse_providers_config
 from proxyfleet.common.store import (
     FencedOut,
@@ -121,6 +121,28 @@ async def test_a_recycle_keeps_ready_members_at_size(
     assert not set(first) & {p.id for p in members if p and p.phase is not Phase.DELETING}
     events = {e.type for e in await outbox_events(redis_client)}
     assert {EventType.POOL_RECYCLING, EventType.PROXY_DRAINED} <= events
+
+
+async def test_a_member_released_from_quarantine_stays_in_rotation(
+    redis_client: aioredis.Redis, clock: ManualClock, pools: PoolStore, registry: ProxyRegistry
+) -> None:
+    rule = AutoQuarantine(blocked_targets=2, within=600)
+    await pools.apply("eu", PoolSpec(provider="local", size=1, quarantine=rule), Owner.API)
+    ctl = controller(redis_client, clock)
+    await ctl.pass_once()
+    (pid,) = await pools.members("eu")
+    await bring_up(registry, [pid])
+    leases = LeaseStore(redis_client, clock, LeasePolicy(cooldown=0))
+    held = await leases.grant(GrantRequest(ttl=600, pool="eu"))
+    for target in ("a.example", "b.example"):
+        await leases.report(held.id, held.epoch, LeaseOutcome.BLOCKED, target=target)
+    await leases.release(held.id, held.epoch)
+    await ctl.pass_once()
+    assert (await registry.get(pid) or pytest.fail("gone")).withheld is Withheld.QUARANTINED
+    assert await pools.withhold(pid, Withheld.NO, actor="ops")  # an admin found it fine
+    clock.advance(1)
+    await ctl.pass_once()  # its reports from before the release no longer count
+    assert (await registry.get(pid) or pytest.fail("gone")).withheld is Withheld.NO
 
 
 async def test_one_replica_per_pool_and_a_stale_one_creates_nothing(
