@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 import redis.asyncio as aioredis
-from tests.common.factories import outbox_events
+from tests.common.factories import make_proxy, outbox_events
 
 from proxyfleet.common.clock import ManualClock
 from proxyfleet.common.models import EventType, LeaseOutcome, Phase, Withheld
@@ -55,7 +55,7 @@ def controller(
         registry=ProxyRegistry(redis_client, clock),
         locks=Locks(redis_client),
         providers=CONFIG,
-        settings=PoolsSettings(interval=1.0, lock_ttl=30),
+        settings=PoolsSettings(interval=1.0, lock_ttl=30, adopt_grace=0),
         clock=clock,
         replica=replica,
         **kw,  # type: ignore[arg-type]
@@ -143,6 +143,29 @@ async def test_a_member_released_from_quarantine_stays_in_rotation(
     clock.advance(1)
     await ctl.pass_once()  # its reports from before the release no longer count
     assert (await registry.get(pid) or pytest.fail("gone")).withheld is Withheld.NO
+
+
+async def test_after_a_store_reset_creates_wait_for_re_adoption(
+    redis_client: aioredis.Redis, clock: ManualClock, pools: PoolStore, registry: ProxyRegistry
+) -> None:
+    ctl = PoolController(
+        pools=pools, registry=registry, locks=Locks(redis_client), providers=CONFIG,
+        settings=PoolsSettings(interval=1.0, lock_ttl=30, adopt_grace=10), clock=clock,
+        replica="a",
+    )  # fmt: skip
+    await pools.apply("eu", PoolSpec(provider="local", size=2), Owner.API)
+    assert len((await ctl.pass_once())["eu"].creates) == 2
+    assert await pools.members("eu") == []  # an empty store, not marked yet: held
+    assert "no installation marker" in ctl.creates_held
+    await registry.installation.mark("inst")  # a provisioner found the store empty
+    clock.advance(5)
+    survivor = make_proxy("m1", clock, phase=Phase.BOOTING, pool="eu", labels={POOL_LABEL: "eu"})
+    assert await registry.adopt(survivor)  # ...and re-adopts the member that outlived it
+    await ctl.pass_once()
+    assert await pools.members("eu") == ["m1"]
+    clock.advance(5)
+    await ctl.pass_once()  # the grace is over: the rest is created
+    assert (len(await pools.members("eu")), ctl.creates_held) == (2, "")
 
 
 async def test_one_replica_per_pool_and_a_stale_one_creates_nothing(
