@@ -29,8 +29,8 @@ MEMBER_FIELDS = (
 """What `member_rows` reads of each member, in this order (a few fields, not the whole hash:
 the controller reads every member of every pool on every pass)."""
 ROWS_PER_CALL = 500
-"""Members one `pool_rows` script call reads: a pass packs and parses a call per 500
-members, not a command per member; each call holds Redis about 2 ms."""
+"""Members one `pool_rows` (or `pool_blocked`) script call reads: a pass packs and parses a
+call per 500 members, not a command per member; each call holds Redis about 2 ms."""
 
 _spec_json = msgspec.json.Encoder(order="sorted")
 _spec = msgspec.json.Decoder(PoolSpec)
@@ -211,11 +211,14 @@ class PoolStore:
 
     async def blocked_targets(self, ids: Sequence[str], since: float) -> list[list[str]]:
         """For each proxy, the targets that reported it `blocked` at or after `since`."""
+        if not ids:
+            return []
         async with self._redis.pipeline(transaction=False) as pipe:
-            for i in ids:
-                pipe.zrange(self._key("blocked", i), since, "+inf", byscore=True)
-            rows = await pipe.execute()
-        return [[str(t) for t in row] for row in rows]
+            for start in range(0, len(ids), ROWS_PER_CALL):
+                chunk = ids[start : start + ROWS_PER_CALL]
+                await self._scripts.queue(pipe, "pool_blocked", repr(since), *chunk)
+            parts = cast(list[list[list[str]]], await pipe.execute())
+        return [row for part in parts for row in part]
 
     async def withhold(
         self,
