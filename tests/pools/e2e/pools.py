@@ -1,22 +1,15 @@
-"""The pools the scenarios declare (through the store, owner: the API), and the grants they
-put on them through the store (`GrantRequest(pool=...)`, which counts refusals for
-autoscale: the API's `"pool"` body field is not there yet)."""
+"""The pools the scenarios declare (through the store, owner: the API), and grants held on
+one of them through the API (`"pool"` in the body: its refusals count for autoscale)."""
 
 from __future__ import annotations
 
-import asyncio
 import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from tests.pools.e2e.fleet import NS, PoolFleet
+from tests.pools.e2e.fleet import PoolFleet
 
-from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.errors import Unavailable
-from proxyfleet.common.models import Lease
 from proxyfleet.common.pool_spec import AutoQuarantine, Autoscale, PoolSpec
-from proxyfleet.common.store import GrantRequest, LeaseStore, connect_redis
-from proxyfleet.common.store.leases import LeasePolicy
 
 MAIN = "main"
 MAIN_SPEC = PoolSpec(provider="local", size=20, max_surge=4, drain_timeout=6)
@@ -42,48 +35,36 @@ have taken it)."""
 
 @dataclass
 class Pressure:
-    """Grants held on one pool until it has `want` members leased, refusals counted, the
-    pool's status seen after each refusal kept."""
+    """Grants held on one pool (through the API) until it has `want` members leased,
+    refusals (503) counted, the pool's status seen after each refusal kept."""
 
     fleet: PoolFleet
     pool: str
-    held: list[Lease] = field(default_factory=list)
+    held: list[dict[str, Any]] = field(default_factory=list)
     refused: int = 0
     statuses: list[dict[str, Any]] = field(default_factory=list)
 
     def hold(self, want: int, within: float) -> None:
-        asyncio.run(self._hold(want, within))
+        deadline = time.monotonic() + within
+        while len(self.held) < want:
+            if time.monotonic() > deadline:
+                raise AssertionError(
+                    f"pool {self.pool}: {len(self.held)} of {want} leased after {within:.0f}s, "
+                    f"{self.refused} refused; last status {self.fleet.status(self.pool)}"
+                )
+            body = {"pool": self.pool, "ttl": 120, "holder": "e2e-pressure"}
+            r = self.fleet.client.post("/v1/leases", json=body)
+            if r.status_code == 201:
+                self.held.append(r.json())
+                continue
+            assert r.status_code == 503, r.text
+            self.refused += 1
+            self.statuses.append(self.fleet.status(self.pool))
+            time.sleep(0.2)  # a client's pause between tries, not a threshold
 
     def release(self) -> None:
-        asyncio.run(self._release())
-
-    async def _hold(self, want: int, within: float) -> None:
-        client = connect_redis(self.fleet.redis.url)
-        leases = LeaseStore(client, SystemClock(), LeasePolicy(cooldown=0.2), namespace=NS)
-        deadline = time.monotonic() + within
-        try:
-            while len(self.held) < want:
-                if time.monotonic() > deadline:
-                    raise AssertionError(
-                        f"pool {self.pool}: {len(self.held)} of {want} leased after "
-                        f"{within:.0f}s, {self.refused} refused; last status "
-                        f"{self.statuses[-1:] or self.fleet.status(self.pool)}"
-                    )
-                try:
-                    req = GrantRequest(ttl=120, pool=self.pool, holder="e2e-pressure")
-                    self.held.append(await leases.grant(req))
-                except Unavailable:
-                    self.refused += 1
-                    self.statuses.append(self.fleet.status(self.pool))
-                    await asyncio.sleep(0.2)
-        finally:
-            await client.aclose()
-
-    async def _release(self) -> None:
-        client = connect_redis(self.fleet.redis.url)
-        leases = LeaseStore(client, SystemClock(), LeasePolicy(cooldown=0.2), namespace=NS)
-        try:
-            for lease in self.held:
-                await leases.release(lease.id, lease.epoch)
-        finally:
-            await client.aclose()
+        for lease in self.held:
+            r = self.fleet.client.post(
+                f"/v1/leases/{lease['lease_id']}/release", json={"epoch": lease["epoch"]}
+            )
+            assert r.is_success, r.text

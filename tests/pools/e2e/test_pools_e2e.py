@@ -82,7 +82,7 @@ def test_a_full_recycle_under_grant_load_keeps_size_ready(fleet: PoolFleet) -> N
     fleet.ensure(MAIN, MAIN_SPEC, 90)
     size, surge = MAIN_SPEC.size or 0, MAIN_SPEC.max_surge
     originals = fleet.live(MAIN)
-    selector: dict[str, object] = {"labels": {POOL_LABEL: MAIN}}
+    selector: dict[str, object] = {"pool": MAIN}
     sticky = fleet.client.post("/v1/leases", json={"ttl": 120, "holder": "sticky", **selector})
     assert sticky.status_code == 201, sticky.text
     sticky_lease, sticky_proxy = sticky.json()["lease_id"], sticky.json()["proxy"]["id"]
