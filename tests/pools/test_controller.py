@@ -47,6 +47,13 @@ def pools(redis_client: aioredis.Redis, clock: ManualClock) -> PoolStore:
     return PoolStore(redis_client, clock)
 
 
+@pytest.fixture(autouse=True)
+async def listed(registry: ProxyRegistry) -> None:
+    """What the local provisioner's adopter does at its first pass on a new store."""
+    marker = await registry.installation.mark("inst")
+    await registry.installation.mark_listed("local", marker)
+
+
 def controller(
     redis_client: aioredis.Redis, clock: ManualClock, replica: str = "a", **kw: object
 ) -> PoolController:
@@ -55,7 +62,7 @@ def controller(
         registry=ProxyRegistry(redis_client, clock),
         locks=Locks(redis_client),
         providers=CONFIG,
-        settings=PoolsSettings(interval=1.0, lock_ttl=30, adopt_grace=0),
+        settings=PoolsSettings(interval=1.0, lock_ttl=30),
         clock=clock,
         replica=replica,
         **kw,  # type: ignore[arg-type]
@@ -148,24 +155,22 @@ async def test_a_member_released_from_quarantine_stays_in_rotation(
 async def test_after_a_store_reset_creates_wait_for_re_adoption(
     redis_client: aioredis.Redis, clock: ManualClock, pools: PoolStore, registry: ProxyRegistry
 ) -> None:
-    ctl = PoolController(
-        pools=pools, registry=registry, locks=Locks(redis_client), providers=CONFIG,
-        settings=PoolsSettings(interval=1.0, lock_ttl=30, adopt_grace=10), clock=clock,
-        replica="a",
-    )  # fmt: skip
+    ctl = controller(redis_client, clock)
+    await redis_client.flushdb()  # a Redis reset without persistence
     await pools.apply("eu", PoolSpec(provider="local", size=2), Owner.API)
-    assert len((await ctl.pass_once())["eu"].creates) == 2
-    assert await pools.members("eu") == []  # an empty store, not marked yet: held
-    assert "no installation marker" in ctl.creates_held
-    await registry.installation.mark("inst")  # a provisioner found the store empty
-    clock.advance(5)
+    held = (await ctl.pass_once())["eu"]
+    assert (held.creates, await pools.members("eu")) == ([], [])  # nothing listed yet: wait
+    capacity = next(c for c in held.status.conditions if c.type == "CapacityExceeded")
+    assert "local: its resources not listed since the store began" in capacity.message
+    marker = await registry.installation.mark("inst")  # a provisioner found the store empty
     survivor = make_proxy("m1", clock, phase=Phase.BOOTING, pool="eu", labels={POOL_LABEL: "eu"})
-    assert await registry.adopt(survivor)  # ...and re-adopts the member that outlived it
+    assert await registry.adopt(survivor)  # ...re-adopts the member that outlived it
+    assert (await ctl.pass_once())["eu"].creates == []  # still not listed: still waits
+    assert await registry.installation.mark_listed("local", marker)  # ...and says so
     await ctl.pass_once()
-    assert await pools.members("eu") == ["m1"]
-    clock.advance(5)
-    await ctl.pass_once()  # the grace is over: the rest is created
-    assert (len(await pools.members("eu")), ctl.creates_held) == (2, "")
+    assert len(await pools.members("eu")) == 2  # one survivor, one new
+    await redis_client.delete("pf:installation")  # a reset between a listing and its mark
+    assert not await registry.installation.mark_listed("local", marker)
 
 
 async def test_one_replica_per_pool_and_a_stale_one_creates_nothing(

@@ -76,7 +76,7 @@ async def pass_cost(
         registry=ProxyRegistry(client, clock),
         locks=Locks(client),
         providers=providers(),
-        settings=PoolsSettings(interval=2.0, adopt_grace=0),
+        settings=PoolsSettings(interval=2.0),
         clock=clock,
         replica="bench",
     )

@@ -62,8 +62,6 @@ class PoolController:
         self.reader = PoolReader(pools, registry, providers)
         self.held: set[str] = set()
         self.passes = 0
-        self.creates_held = ""
-        """Why this pass creates nothing ('' when it does): see _adoption_wait."""
 
     async def run(self, stop: asyncio.Event) -> None:
         try:
@@ -95,10 +93,6 @@ class PoolController:
             metrics.forget(gone)
         self.held = held
         metrics.POOLS_HELD.set(len(held))
-        waits = await self._adoption_wait()
-        if waits and not self.creates_held:
-            log.info("pools.creates_held", reason=waits)
-        self.creates_held = waits
         plans: dict[str, Plan] = {}
         for name in sorted(held):
             started = time.perf_counter()
@@ -114,22 +108,6 @@ class PoolController:
                 plans[name] = done
         self.passes += 1
         return plans
-
-    async def _adoption_wait(self) -> str:
-        """Why creates wait ('' when they do not): a store that was just reset (no
-        installation marker yet, or a young one) is refilled by the provisioners, which
-        re-adopt the members that outlived it; a pool creating replacements first would
-        double."""
-        grace = self._settings.adopt_grace
-        if grace <= 0:
-            return ""
-        marker = await self._registry.installation.marker()
-        if marker is None:
-            return "no installation marker yet: the provisioners have not marked the store"
-        age = self._clock.now() - marker.created_at
-        if age < grace:
-            return f"the store began {age:.1f} s ago: re-adoption first (--adopt-grace {grace:g})"
-        return ""
 
     async def reconcile(self, name: str) -> Plan | None:
         """One pass over one pool (its lock held): read, plan, act, write its status."""
@@ -171,7 +149,7 @@ class PoolController:
             metrics.POOL_SCALINGS.labels(name, p.scaled.action).inc()
         if record.spec.autoscale is not None:
             await self._pools.save_marks(name, p.low_since, p.high_since)
-        if p.creates and not self.creates_held:
+        if p.creates:
             await self._create(record, p, fence)
         await self._announce(name, p, fence)
 

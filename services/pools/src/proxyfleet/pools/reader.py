@@ -92,7 +92,9 @@ class PoolReader:
 
     async def _rooms(self, record: PoolRecord, now: float) -> list[ProviderRoom]:
         out = []
-        for p in record.spec.weighted():
+        weighted = record.spec.weighted()
+        listed = await self._registry.installation.listed([p.name for p in weighted])
+        for p in weighted:
             try:
                 config = self._providers.get(p.name)
             except KeyError:  # taken out of the config since: nothing goes there
@@ -104,7 +106,11 @@ class PoolReader:
                 counts = await self._registry.count_by_phase(p.name)
                 room = config.max_proxies - sum(counts[phase] for phase in HOLDING)
             until, why = self.failures.paused(p.name, now)
-            out.append(ProviderRoom(p.name, p.weight, zones, room, config.max_proxies, until, why))
+            out.append(
+                ProviderRoom(
+                    p.name, p.weight, zones, room, config.max_proxies, until, why, listed[p.name]
+                )
+            )
         return out
 
 

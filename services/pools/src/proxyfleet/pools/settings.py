@@ -19,12 +19,6 @@ class PoolsSettings:
     status_ttl: float = 0.0
     """Seconds a pool's status is kept without a new pass (0: ten --interval, at least
     30 s): a status nobody renews goes, rather than show old figures as current."""
-    adopt_grace: float = 15.0
-    """Seconds after the store's installation marker is written (by the first provisioner
-    to find the store empty: a new installation, or a Redis reset without persistence)
-    during which pools create nothing, nor while there is no marker: the provisioners
-    re-adopt the members that outlived a reset first (within their --reconcile-interval),
-    so a pool is not filled twice. 0: no wait."""
     apply_config: bool = True
     """Apply the providers config's `pools:` section at start and on every pass (and delete
     the pools that file declared and no longer does)."""
@@ -53,7 +47,6 @@ class PoolsSettings:
                 f"0 or seconds > --interval ({self.interval:g})",
             ),
             (self.status_ttl >= 0, "--status-ttl", self.status_ttl, "seconds >= 0"),
-            (self.adopt_grace >= 0, "--adopt-grace", self.adopt_grace, "seconds >= 0"),
             (0 <= self.metrics_port <= 65535, "--metrics-port", self.metrics_port, "0..65535"),
         ]
         for ok, flag, value, expected in checks:

@@ -58,6 +58,10 @@ class ProviderRoom:
     failing_until: float = 0.0
     """Creates paused until then: its recent creates failed (ProviderRoom.failing_reason)."""
     failing_reason: str = ""
+    listed: bool = True
+    """Its provisioner has listed its resources since the store began: before that (a new
+    store, or one reset), members that outlived a reset may still be re-adopted, and a
+    create would fill their place twice."""
 
 
 @dataclass(frozen=True, slots=True)
