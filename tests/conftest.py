@@ -87,6 +87,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         elif module.startswith(
             (
                 "tests/e2e/",
+                "tests/pools/e2e/",
                 "tests/faults/test_faults.py",
                 "tests/faults/test_outage_intents.py",
                 "tests/ui/test_dash",

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import msgspec
 import pytest
 import redis.asyncio as aioredis
 from tests.common.factories import make_proxy, make_ready
@@ -14,11 +15,13 @@ from proxyfleet.common.clock import ManualClock
 from proxyfleet.common.errors import Unavailable
 from proxyfleet.common.messaging import event_decoder, intent_decoder
 from proxyfleet.common.models import CreateIntent, ManagedResource, Phase
+from proxyfleet.common.pool_spec import POOL_LABEL
 from proxyfleet.common.store import (
     GrantRequest,
     Installation,
     InstallationMarker,
     LeaseStore,
+    PoolStore,
     ProxyRegistry,
 )
 
@@ -146,3 +149,15 @@ async def test_an_adopted_proxy_is_not_granted_before_its_hold_ends(
 
     lease = await leases.grant(GrantRequest(ttl=30))
     assert lease.proxy_id == "p3"
+
+
+async def test_an_adopted_member_rejoins_its_pool_by_its_label(
+    registry: ProxyRegistry, redis_client: aioredis.Redis, clock: ManualClock
+) -> None:
+    res = _resource("p4", clock)
+    member = msgspec.structs.replace(res, labels={**res.labels, POOL_LABEL: "eu"})
+    assert await registry.adopt(adopted_proxy("local", member, clock.now(), 60.0)) is True
+    assert await registry.adopt(adopted_proxy("local", _resource("p5", clock), clock.now(), 60))
+    assert (await registry.get("p4") or pytest.fail("not adopted")).pool == "eu"
+    assert (await registry.get("p5") or pytest.fail("not adopted")).pool == ""
+    assert await PoolStore(redis_client, clock).members("eu") == ["p4"]

@@ -21,6 +21,7 @@ from proxyfleet.common.store import (
     PoolStore,
     ProxyRegistry,
 )
+from proxyfleet.common.store import pools as store_pools
 
 
 @pytest.fixture
@@ -43,6 +44,27 @@ async def test_members_are_indexed_from_create_to_delete(
     rows = await pools.member_rows(["m2", "gone"])
     assert rows[0][:3] == ["local", "zone-a", "ready"]
     assert rows[1] == [None] * len(rows[1])
+
+
+async def test_rows_and_blocked_targets_are_read_in_chunks_in_order(
+    registry: ProxyRegistry,
+    leases: LeaseStore,
+    pools: PoolStore,
+    clock: ManualClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(store_pools, "ROWS_PER_CALL", 2)
+    for i in range(4):
+        await make_ready(registry, make_proxy(f"m{i}", clock, zone=f"z{i}", pool="eu"))
+    assert await pools.member_rows([]) == []
+    rows = await pools.member_rows(["m3", "m0", "gone", "m2", "m1"])
+    assert [r[1] for r in rows] == ["z3", "z0", None, "z2", "z1"]
+    assert all(len(r) == len(store_pools.MEMBER_FIELDS) for r in rows)
+    lease = await leases.grant(GrantRequest(ttl=60, proxy_id="m2"))
+    await leases.report(lease.id, lease.epoch, LeaseOutcome.BLOCKED, target="a.example")
+    blocked = await pools.blocked_targets(["m3", "m0", "gone", "m2", "m1"], clock.now())
+    assert blocked == [[], [], [], ["a.example"], []]
+    assert await pools.blocked_targets([], 0) == []
 
 
 async def test_a_grant_by_pool_takes_only_members_and_counts_refusals(

@@ -22,6 +22,8 @@ class Load:
     clients: int = 4
     hold: float = 0.05
     ttl: int = 10
+    selector: dict[str, object] = field(default_factory=dict)
+    """More of the grant's body (labels, provider, zone): which proxies the load takes."""
     requests: list[Request] = field(default_factory=list)
     leases: list[Lease] = field(default_factory=list)
     passwords: set[str] = field(default_factory=set)
@@ -60,7 +62,12 @@ class Load:
         url = self.urls[i % len(self.urls)]
         with httpx.Client(base_url=url, headers=auth(self.token), timeout=5) as http:
             while not self._stop.is_set():
-                r = self._call(http, "grant", "/v1/leases", {"ttl": self.ttl, "holder": f"c{i}"})
+                r = self._call(
+                    http,
+                    "grant",
+                    "/v1/leases",
+                    {"ttl": self.ttl, "holder": f"c{i}", **self.selector},
+                )
                 if r is None or r.status_code != 201:
                     self._stop.wait(_pause(r))
                     continue

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 import redis.asyncio as aioredis
-from tests.common.factories import outbox_events
+from tests.common.factories import make_proxy, outbox_events
 
 from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.models import EventType, Phase, Withheld
-from proxyfleet.common.pool_spec import POOL_LABEL, Owner, PoolSpec
+from proxyfleet.common.models import EventType, LeaseOutcome, Phase, Withheld
+from proxyfleet.common.pool_spec import POOL_LABEL, AutoQuarantine, Owner, PoolSpec
 from proxyfleet.common.providers_config import parse_providers_config
 from proxyfleet.common.store import (
     FencedOut,
@@ -45,6 +45,13 @@ pools:
 @pytest.fixture
 def pools(redis_client: aioredis.Redis, clock: ManualClock) -> PoolStore:
     return PoolStore(redis_client, clock)
+
+
+@pytest.fixture(autouse=True)
+async def listed(registry: ProxyRegistry) -> None:
+    """What the local provisioner's adopter does at its first pass on a new store."""
+    marker = await registry.installation.mark("inst")
+    await registry.installation.mark_listed("local", marker)
 
 
 def controller(
@@ -121,6 +128,49 @@ async def test_a_recycle_keeps_ready_members_at_size(
     assert not set(first) & {p.id for p in members if p and p.phase is not Phase.DELETING}
     events = {e.type for e in await outbox_events(redis_client)}
     assert {EventType.POOL_RECYCLING, EventType.PROXY_DRAINED} <= events
+
+
+async def test_a_member_released_from_quarantine_stays_in_rotation(
+    redis_client: aioredis.Redis, clock: ManualClock, pools: PoolStore, registry: ProxyRegistry
+) -> None:
+    rule = AutoQuarantine(blocked_targets=2, within=600)
+    await pools.apply("eu", PoolSpec(provider="local", size=1, quarantine=rule), Owner.API)
+    ctl = controller(redis_client, clock)
+    await ctl.pass_once()
+    (pid,) = await pools.members("eu")
+    await bring_up(registry, [pid])
+    leases = LeaseStore(redis_client, clock, LeasePolicy(cooldown=0))
+    held = await leases.grant(GrantRequest(ttl=600, pool="eu"))
+    for target in ("a.example", "b.example"):
+        await leases.report(held.id, held.epoch, LeaseOutcome.BLOCKED, target=target)
+    await leases.release(held.id, held.epoch)
+    await ctl.pass_once()
+    assert (await registry.get(pid) or pytest.fail("gone")).withheld is Withheld.QUARANTINED
+    assert await pools.withhold(pid, Withheld.NO, actor="ops")  # an admin found it fine
+    clock.advance(1)
+    await ctl.pass_once()  # its reports from before the release no longer count
+    assert (await registry.get(pid) or pytest.fail("gone")).withheld is Withheld.NO
+
+
+async def test_after_a_store_reset_creates_wait_for_re_adoption(
+    redis_client: aioredis.Redis, clock: ManualClock, pools: PoolStore, registry: ProxyRegistry
+) -> None:
+    ctl = controller(redis_client, clock)
+    await redis_client.flushdb()  # a Redis reset without persistence
+    await pools.apply("eu", PoolSpec(provider="local", size=2), Owner.API)
+    held = (await ctl.pass_once())["eu"]
+    assert (held.creates, await pools.members("eu")) == ([], [])  # nothing listed yet: wait
+    capacity = next(c for c in held.status.conditions if c.type == "CapacityExceeded")
+    assert "local: its resources not listed since the store began" in capacity.message
+    marker = await registry.installation.mark("inst")  # a provisioner found the store empty
+    survivor = make_proxy("m1", clock, phase=Phase.BOOTING, pool="eu", labels={POOL_LABEL: "eu"})
+    assert await registry.adopt(survivor)  # ...re-adopts the member that outlived it
+    assert (await ctl.pass_once())["eu"].creates == []  # still not listed: still waits
+    assert await registry.installation.mark_listed("local", marker)  # ...and says so
+    await ctl.pass_once()
+    assert len(await pools.members("eu")) == 2  # one survivor, one new
+    await redis_client.delete("pf:installation")  # a reset between a listing and its mark
+    assert not await registry.installation.mark_listed("local", marker)
 
 
 async def test_one_replica_per_pool_and_a_stale_one_creates_nothing(

@@ -4,6 +4,7 @@ spread over providers and zones; and a simulated recycle that never drops below 
 from __future__ import annotations
 
 import dataclasses
+import time
 
 import pytest
 from hypothesis import given, settings
@@ -219,6 +220,30 @@ def test_autoscale_steps_down_after_a_lasting_excess_within_bounds() -> None:
     assert (clamp.desired, clamp.decision and clamp.decision.reason) == (
         5, "desired 9 outside autoscale [1, 5]",
     )  # fmt: skip
+
+
+def test_a_plan_stays_linear_when_thousands_are_past_max_age() -> None:
+    """A batch of 20,000 members aging together: planned at once, not compared pairwise (a
+    pass that took minutes would lose its pool's lock every time)."""
+    spec = PoolSpec(provider="local", size=20_000, max_age=3600, max_surge=100)
+    members = [member(i, created_at=NOW - 4000) for i in range(20_000)]
+    started = time.process_time()
+    p = plan(view(spec, members))
+    assert time.process_time() - started < 5  # ~0.1 s; pairwise it was about 90 s
+    assert (len(p.creates), p.drains) == (100, [])
+
+
+def test_the_status_shows_the_last_scaling_decision_until_the_next() -> None:
+    spec = PoolSpec(provider="local", autoscale=AUTO)
+    busy = [member(0, leased=True), member(1, leased=True)]
+    p = plan(view(spec, busy, desired=2, refused=2))
+    assert p.scaled is not None
+    assert p.status.last_decision == p.scaled
+    assert "2 grants refused" in p.status.last_decision.reason
+    later = plan(view(spec, [*busy, member(2, Phase.BOOTING)], desired=3, previous=p.status))
+    assert later.scaled is None
+    assert later.status.last_decision == p.scaled
+    assert plan(view(spec, busy, desired=2)).status.last_decision is None
 
 
 def simulate_recycle(size: int, surge: int, unavailable: int, leased: set[int]) -> list[int]:

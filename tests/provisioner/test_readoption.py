@@ -71,6 +71,8 @@ async def test_a_flushed_registry_is_rebuilt_from_the_proxies_and_gc_deletes_not
         lambda: _adopted(event_log, [p.id for p in made]), 10, "the proxy.adopted events"
     )
     assert await runner.adopter.adopt_once() == 0  # nothing left to adopt
+    # ...and the provider is marked listed under the new marker (pools create again).
+    assert await registry.installation.listed([provider_name]) == {provider_name: True}
 
     gc = Collector(
         nc=nc,

@@ -18,6 +18,7 @@ from msgspec.structs import replace
 from proxyfleet.common.clock import SystemClock
 from proxyfleet.common.errors import Conflict, NotFound
 from proxyfleet.common.models import Phase, Proxy
+from proxyfleet.common.pool_spec import POOL_LABEL
 from proxyfleet.common.store import LeaseStore
 from proxyfleet.common.store.codec import encode_value
 from proxyfleet.common.store.creates import create_args
@@ -57,9 +58,11 @@ async def seed_ready(
     zone: str,
     namespace: str = "pf",
     port: int = 3128,
+    pool: str = "",
 ) -> list[str]:
     """Create `count` proxies (ids pb<start>...) and move each to ready; returns the ids.
-    Seeding is no lifecycle: its proxy.ready events are dropped from the outbox."""
+    With `pool`, they are its members (as the pool controller makes them). Seeding is no
+    lifecycle: its proxy.ready events are dropped from the outbox."""
     scripts = Scripts(client, namespace)
     ids: list[str] = []
     for first in range(start, start + count, PIPELINE):
@@ -67,6 +70,8 @@ async def seed_ready(
             for i in range(first, min(first + PIPELINE, start + count)):
                 # Stored as provisioning: a pending proxy would queue a create intent.
                 proxy = replace(bench_proxy(i, now, provider, zone), phase=Phase.PROVISIONING)
+                if pool:
+                    proxy = replace(proxy, pool=pool, labels={POOL_LABEL: pool})
                 args = create_args([proxy], None, None)
                 await scripts.queue(pipe, "create", fast_id("e"), repr(now), *args)
                 # ARGV of transition.lua: id, expected gen (-1 any), allowed from ('' any),

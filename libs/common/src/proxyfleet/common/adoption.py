@@ -14,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping
 
 from proxyfleet.common.models import ManagedResource, Phase, Proxy
+from proxyfleet.common.pool_spec import POOL_LABEL
 
 
 def survived_reset(
@@ -52,7 +53,7 @@ def plan_adoptions(
 def adopted_proxy(provider: str, res: ManagedResource, now: float, boot_timeout: float) -> Proxy:
     """The registry entry rebuilt from the resource: booting when its address is known
     (health probes it, a good probe makes it ready), else provisioning (the runner's create
-    adopts the resource and finds the address)."""
+    adopts the resource and finds the address). A pool's member is one again by its label."""
     known = bool(res.host and res.port)
     return Proxy(
         id=res.proxy_id,
@@ -66,6 +67,7 @@ def adopted_proxy(provider: str, res: ManagedResource, now: float, boot_timeout:
         updated_at=now,
         labels=dict(res.labels),
         placement=dict(res.placement),
+        pool=res.labels.get(POOL_LABEL, ""),
         host=res.host if known else "",
         port=res.port if known else 0,
         resource_id=res.resource_id if known else "",

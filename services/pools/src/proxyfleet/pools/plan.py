@@ -59,8 +59,10 @@ def plan(view: PoolView) -> Plan:
     active, set_aside = _set_aside(out, active, spec, now)
     quarantined += set_aside
     inputs = _autoscale(out, view, active)
-    old = [m for m in active if _is_old(spec, m, now)]
-    fresh = [m for m in active if m not in old]
+    old: list[Member] = []
+    fresh: list[Member] = []
+    for m in active:  # one pass: a pool of thousands may have thousands past max_age
+        (old if _is_old(spec, m, now) else fresh).append(m)
     surge_room = out.desired + spec.max_surge - len(active) - len(draining)
     wanted = max(out.desired - len(active), min(out.desired - len(fresh), surge_room), 0)
     placed = place(wanted, view.providers, active, now)
@@ -71,6 +73,9 @@ def plan(view: PoolView) -> Plan:
     _scale_down(out, fresh, len(fresh) - out.desired, now)
     out.status = _status(view, out.desired, active, draining, quarantined)
     out.status.autoscale = inputs
+    # The last decision stays in the status until the next one (a step is rare).
+    before = view.previous.last_decision if view.previous else None
+    out.status.last_decision = out.scaled or before
     out.status.conditions, out.changed = conditions.evaluate(
         view, out.status, short=placed.short, blocked_by=placed.blocked_by, old=len(old)
     )

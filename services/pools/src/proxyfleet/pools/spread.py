@@ -62,14 +62,17 @@ def place(
 
 
 def _usable(p: ProviderRoom, room: int | None, now: float) -> bool:
-    """Serves a zone of the pool, not paused, not full."""
-    return bool(p.zones) and p.failing_until <= now and (room is None or room > 0)
+    """Serves a zone of the pool, listed since the store began, not paused, not full."""
+    return bool(p.zones) and p.listed and p.failing_until <= now and (room is None or room > 0)
 
 
 def _why_blocked(providers: Sequence[ProviderRoom], room: dict[str, int | None], now: float) -> str:
     reasons = []
     for p in providers:
-        if p.failing_until > now:
+        if not p.listed:
+            reasons.append(f"{p.name}: its resources not listed since the store began (waiting "
+                           "for its provisioner to re-adopt what outlived a reset)")  # fmt: skip
+        elif p.failing_until > now:
             reasons.append(
                 f"{p.name}: creates paused {p.failing_until - now:.0f} s after failures"
                 + (f" ({p.failing_reason})" if p.failing_reason else "")

@@ -103,4 +103,7 @@ class Adopter:
                 )
         if adopted:
             log.warning("adopter.registry_healed", provider=name, adopted=adopted)
+        # What the pool controller waits for before it creates on this provider in a new
+        # store: otherwise a pool refills before its surviving members are back.
+        await installation.mark_listed(name, marker)
         return adopted

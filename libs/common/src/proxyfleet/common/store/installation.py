@@ -27,6 +27,8 @@ class InstallationMarker:
     with no entry were made before a reset."""
     created: bool = False
     """This call wrote it (the store was empty)."""
+    raw_created_at: str = ""
+    """`created_at` as stored (what `mark_listed` compares)."""
 
 
 @translates_outages
@@ -43,7 +45,25 @@ class Installation:
         got = await self._scripts.call(
             "mark_installation", installation_id, repr(self._clock.now())
         )
-        return InstallationMarker(str(got[0]), float(got[1]), created=got[2] == "1")
+        return InstallationMarker(str(got[0]), float(got[1]), got[2] == "1", str(got[1]))
+
+    async def mark_listed(self, provider: str, marker: InstallationMarker) -> bool:
+        """Record that `provider`'s resources were listed (its survivors re-adopted) under
+        `marker`; False when the store was reset since (another marker)."""
+        written = await self._scripts.call(
+            "mark_listed", provider, repr(self._clock.now()), marker.raw_created_at
+        )
+        return bool(int(written))
+
+    async def listed(self, providers: Sequence[str]) -> dict[str, bool]:
+        """Which providers were listed since this registry began (none without a marker):
+        until then a resource that outlived a reset may still come back."""
+        if not providers:
+            return {}
+        got = await self._redis.hmget(
+            f"{self._ns}:installation", [f"listed:{p}" for p in providers]
+        )
+        return {p: v is not None for p, v in zip(providers, got, strict=True)}
 
     async def marker(self) -> InstallationMarker | None:
         raw = cast(dict[str, str], await self._redis.hgetall(f"{self._ns}:installation"))

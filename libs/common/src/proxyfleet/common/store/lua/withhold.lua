@@ -3,7 +3,8 @@
 --       event_id, actor (the admin's token name; '' for the pool controller), fence lock
 --       ('': none), fence token
 -- A drained or quarantined proxy leaves every grantable set at once (a lease it has runs
--- on); back in rotation, a ready unleased one is grantable again after its cooldown.
+-- on); back in rotation, a ready unleased one is grantable again after its cooldown, and
+-- the `blocked` reports from before are forgotten (a pool's rule starts counting anew).
 -- -> {1, pool, previous} changed | {0, pool, current} nothing to do (already so; a drain
 --    leaves a quarantined proxy quarantined; only a quarantined proxy goes back)
 --    | {-1} no such proxy | {-9} fenced out
@@ -22,6 +23,9 @@ end
 local data = {}
 if kind == '' then
   redis.call('HDEL', pkey, 'withheld', 'withheld_reason', 'withheld_at')
+  -- Back in rotation by an admin's judgement: the `blocked` reports that quarantined it no
+  -- longer count, or its pool's rule would quarantine it again at the next pass.
+  redis.call('DEL', k('blocked', id))
   if p[1] == 'ready' and (not p[5] or p[5] == '') then
     avail_add(id, math.max(tonumber(p[6]) or 0, tonumber(now_raw)))
   end
