@@ -43,6 +43,9 @@ async def test_the_controller_fills_reports_and_empties_a_proxypools_pool(
         clock=clock,
         replica="test",
     )
+    # The provisioner's part at its start: its resources listed under this store's marker
+    # (the controller creates on a provider only then).
+    assert await registry.installation.mark_listed("local", await registry.installation.mark("t"))
     op = operators.start()
     await op.wait_ready()
     made = pools.apply("eu", {"provider": "local", "size": 3, "labels": {"team": "qa"}})
