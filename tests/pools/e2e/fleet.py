@@ -100,7 +100,7 @@ class PoolFleet:
                     ],
                     "api": ["--sweep-interval", "0.5"],
                     # a pool fills only once re-adoption had its pass (1 s apart)
-                    "pools": ["--lock-ttl", "2", "--adopt-grace", "5"],
+                    "pools": ["--lock-ttl", "2"],
                 },
             )
         )
