@@ -20,13 +20,12 @@ import nats
 import redis
 from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from tests.faults.audit import StreamEvent
+from tests.faults.outbox import OutboxProbe
 from tests.faults.servers import Restartable, stop_group
 
 from proxyfleet.common.subjects import EVENT_STREAM
 from proxyfleet.devstack.servers import free_port
 from proxyfleet.devstack.stack import Stack, StackOptions, stop_local_proxies
-
-NAMESPACE = "pf"
 
 
 def auth(token: str) -> dict[str, str]:
@@ -59,6 +58,7 @@ class Fleet:
         (self.base / "logs").mkdir()
         self.nats = Restartable("nats", self.base / "nats", self.base / "logs" / "nats.log")
         self.redis = Restartable("redis", self.base / "redis", self.base / "logs" / "redis.log")
+        self.outbox = OutboxProbe(self.redis.url)
         self.proxy_count = proxies
         self.passwords: set[str] = set()
         self.deleted: set[str] = set()
@@ -235,23 +235,6 @@ class Fleet:
                 except redis.exceptions.BusyLoadingError:
                     time.sleep(0.05)
         return time.monotonic() - t0
-
-    def outbox_len(self) -> int:
-        with redis.Redis.from_url(self.redis.url, socket_timeout=2) as r:
-            return int(r.xlen(f"{NAMESPACE}:outbox"))
-
-    def outbox_mark(self) -> str:
-        """The id of the newest entry in the outbox ("0-0" when it is empty: everything
-        written so far is published)."""
-        with redis.Redis.from_url(self.redis.url, socket_timeout=2) as r:
-            newest = r.xrevrange(f"{NAMESPACE}:outbox", count=1)
-            return newest[0][0].decode() if newest else "0-0"
-
-    def outbox_holds_up_to(self, mark: str) -> bool:
-        """Whether an entry written at or before `mark` is still in the outbox (unpublished
-        or not yet acked by JetStream)."""
-        with redis.Redis.from_url(self.redis.url, socket_timeout=2) as r:
-            return bool(r.xrange(f"{NAMESPACE}:outbox", "-", mark, count=1))
 
     def resources(self) -> dict[str, int]:
         """Live proxy processes per proxy id the local provider has a folder for."""

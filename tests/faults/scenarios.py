@@ -2,12 +2,10 @@
 
 from __future__ import annotations
 
-import contextlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-import redis
 from tests.faults import checks
 from tests.faults.audit import (
     Finding,
@@ -26,12 +24,11 @@ from tests.faults.audit import (
 )
 from tests.faults.harness import Fleet
 from tests.faults.load import Load
+from tests.faults.outbox import SETTLE
 from tests.faults.report import Row
 
 WRITE_LIMIT = 1.0
 """Seconds a create or delete may take, NATS outage or not (normally ~10-50 ms)."""
-SETTLE = 60.0
-"""Bound on waiting for the outbox to drain after a fault."""
 
 
 @dataclass
@@ -131,7 +128,7 @@ def run_one(fleet: Fleet, name: str, inject: Inject, plan: Plan, seen: set[Findi
     fleet.passwords |= load.passwords
     if "api2" in fleet.stack.processes:
         fleet.stop_service("api2")
-    settle(fleet, w)
+    w.findings += fleet.outbox.settle()
     verdict = check_leases(
         load.leases,
         fleet.lease_states([x.lease_id for x in load.leases]),
@@ -143,7 +140,7 @@ def run_one(fleet: Fleet, name: str, inject: Inject, plan: Plan, seen: set[Findi
     # published: a transition made between the two reads (a delete finishing) is then on
     # both sides or on neither, never in the registry alone.
     registry = {} if reset else {i: p["gen"] for i, p in fleet.registry().items()}
-    published(fleet, w, fleet.outbox_mark())
+    w.findings += fleet.outbox.published(fleet.outbox.mark())
     # Events of this run's window (its leases), and the whole stream for the chains.
     events = fleet.events()
     recent = [e for e in events if e.time >= w.start - plan.warm - 1]
@@ -168,29 +165,6 @@ def run_one(fleet: Fleet, name: str, inject: Inject, plan: Plan, seen: set[Findi
     if name == "two APIs":
         w.recovered.append(f"{len(load.leases)} grant/release cycles over 2 APIs")
     return Row(name, rps, errors, w.recovered, verdict, len(load.leases), len(events), statuses)
-
-
-def settle(fleet: Fleet, w: Window) -> None:
-    """Wait for the outbox to drain (every written event published) before auditing."""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < SETTLE:
-        with contextlib.suppress(redis.RedisError):  # Redis still coming back: keep waiting
-            if fleet.outbox_len() == 0:
-                return
-        time.sleep(0.2)
-    w.findings.append(Finding("outbox_stuck", f"{fleet.outbox_len()} entries after {SETTLE}s"))
-
-
-def published(fleet: Fleet, w: Window, mark: str) -> None:
-    """Wait until the outbox holds no entry written up to `mark` (each one published to
-    JetStream and acked), so the stream read next has them all."""
-    t0 = time.monotonic()
-    while time.monotonic() - t0 < SETTLE:
-        with contextlib.suppress(redis.RedisError):
-            if not fleet.outbox_holds_up_to(mark):
-                return
-        time.sleep(0.1)
-    w.findings.append(Finding("outbox_stuck", f"entries up to {mark} after {SETTLE}s"))
 
 
 # ---- the faults ----------------------------------------------------------------------------
@@ -260,7 +234,7 @@ def nats_down(fleet: Fleet, w: Window, plan: Plan) -> None:
         60,
     )
     w.recovered.append(f"all services ready +{took:.1f}s")
-    took = fleet.wait("the outbox drained", lambda: fleet.outbox_len() == 0, SETTLE)
+    took = fleet.wait("the outbox drained", lambda: fleet.outbox.length() == 0, SETTLE)
     w.recovered.append(f"outbox drained +{time.monotonic() - back:.1f}s")
 
 

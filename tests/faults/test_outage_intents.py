@@ -46,7 +46,7 @@ def test_intents_from_an_outage_are_done_through_the_outbox(fleet: Fleet) -> Non
     (victim,) = (i for i, p in fleet.registry().items() if p["phase"] == "ready")
     port = int(fleet.registry()[victim]["port"])
     assert _listening(port)
-    fleet.wait("the outbox drained", lambda: fleet.outbox_len() == 0, WITHIN)
+    fleet.wait("the outbox drained", lambda: fleet.outbox.length() == 0, WITHIN)
 
     fleet.nats.kill()
     r = fleet.admin.post("/v1/proxies", json={"provider": "local", "count": 2})
@@ -55,7 +55,7 @@ def test_intents_from_an_outage_are_done_through_the_outbox(fleet: Fleet) -> Non
     for proxy_id in (victim, doomed):
         r = fleet.admin.delete(f"/v1/proxies/{proxy_id}", params={"force": "true"})
         assert r.status_code == 202, r.text
-    assert fleet.outbox_len() > 0  # held while NATS is away
+    assert fleet.outbox.length() > 0  # held while NATS is away
     assert fleet.registry()[fresh]["phase"] == "pending"
     fleet.nats.start()
 

@@ -17,6 +17,8 @@ from kubernetes.client.exceptions import ApiException
 from tests.conftest import TargetServer
 from tests.k8s.fake_kube import FakeKube, manifests
 
+from proxyfleet.pool_operator import crd as pool_crd
+
 T = TypeVar("T")
 
 Core = Any
@@ -139,3 +141,33 @@ def status_body(exc: ApiException) -> dict[str, Any]:
 def new_watch() -> Any:
     """A kubernetes.watch.Watch (an untyped class)."""
     return watch.Watch()  # type: ignore[no-untyped-call]
+
+
+# ---- custom resources (tests/k8s/test_fake_kube_crd*.py) ----
+
+
+@pytest.fixture
+def fake_api() -> Iterator[FakeKube]:
+    """A fake with no pod to run (no target needed): CRDs and their resources only."""
+    made = FakeKube().start()
+    try:
+        yield made
+    finally:
+        made.close()
+
+
+@pytest.fixture
+def api_client(fake_api: FakeKube) -> Iterator[client.ApiClient]:
+    made = client.ApiClient(fake_api.configuration())
+    try:
+        yield made
+    finally:
+        made.close()  # type: ignore[no-untyped-call]
+
+
+@pytest.fixture
+def custom(api_client: client.ApiClient) -> Any:
+    """The ProxyPool CRD created, and the client's CustomObjectsApi (untyped)."""
+    extensions: Any = client.ApiextensionsV1Api(api_client)  # takes the CRD as plain JSON
+    extensions.create_custom_resource_definition(pool_crd.crd())
+    return client.CustomObjectsApi(api_client)
