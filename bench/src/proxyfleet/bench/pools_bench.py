@@ -132,8 +132,6 @@ def _options(env: BenchEnv, base: Path) -> StackOptions:
         echo=None,
         log_level="warning",
         installation_id=INSTALLATION,
-        # no store reset here: the pool fills as soon as it is declared
-        extra_args={"pools": ["--adopt-grace", "0"]},
     )
 
 
