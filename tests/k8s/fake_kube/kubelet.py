@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import shutil
 import threading
 import uuid
 from pathlib import Path
@@ -61,6 +62,7 @@ class Kubelet:
             w.stop()
         for w in workers:
             w.join(10)
+        shutil.rmtree(self.root, ignore_errors=True)  # the pods' folders: nothing runs there now
 
     # ---- the interface tests use -----------------------------------------------------------
 
