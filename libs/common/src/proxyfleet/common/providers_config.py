@@ -13,6 +13,7 @@ import msgspec
 import yaml
 
 from proxyfleet.common import strict_yaml
+from proxyfleet.common.egress import EgressSettings
 from proxyfleet.common.errors import ConfigError
 from proxyfleet.common.gcp_config import GcpSettings, check_gcp
 from proxyfleet.common.k8s_config import K8sSettings, check_kubernetes
@@ -140,6 +141,9 @@ class ProviderConfig(_Strict):
     max_proxies: Annotated[int, msgspec.Meta(ge=1)] | None = None
     """Most proxies this instance may have (failed and deleted ones do not count); a
     create past it is refused (409). None: no limit."""
+    egress: EgressSettings = msgspec.field(default_factory=EgressSettings)
+    """Exclusivity by exit address and whether a proxy needs a known one to be ready
+    (docs/egress.md)."""
     local: LocalSettings | None = None
     kvm: KvmSettings | None = None
     gcp: GcpSettings | None = None
