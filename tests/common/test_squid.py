@@ -153,3 +153,15 @@ def test_squid_accepts_the_config(tmp_path: Path) -> None:
             if "ERROR" in line or "FATAL" in line or "UNRECOGNIZED" in line.upper()
         ]
         assert not errors, errors
+
+
+def test_loopback_egress_applies_to_loopback_destinations_only(tmp_path: Path) -> None:
+    lines = _directives(render_squid_conf(_options(tmp_path, loopback_egress="127.77.0.9")))
+    assert "acl loopback_egress_destinations dst 127.0.0.0/8" in lines
+    assert "tcp_outgoing_address 127.77.0.9 loopback_egress_destinations" in lines
+    assert not any(
+        "tcp_outgoing_address" in line
+        for line in _directives(render_squid_conf(_options(tmp_path)))
+    )
+    with pytest.raises(ValueError, match="127.0.0.0/8"):
+        render_squid_conf(_options(tmp_path, loopback_egress="10.0.0.1"))

@@ -70,6 +70,11 @@ class SquidOptions:
     """Basic auth realm shown to clients."""
     auth_children: int = 3
     """Most auth helper processes Squid runs at once (one starts with Squid)."""
+    loopback_egress: str = ""
+    """A 127.x.y.z address the proxy's connections to loopback destinations leave from
+    (`tcp_outgoing_address`), so a loopback echo target sees each local proxy as its own
+    exit address; "" (VMs, pods): the kernel's choice. Other destinations are unaffected:
+    Squid cannot send to the internet from a loopback source."""
 
 
 def render_squid_conf(opts: SquidOptions) -> str:
@@ -113,6 +118,7 @@ def render_squid_conf(opts: SquidOptions) -> str:
         lines.append(f"acl private_destinations dst {' '.join(PRIVATE_DESTINATIONS)}")
     if opts.source_ranges:
         lines.append(f"acl allowed_clients src {' '.join(check_source_ranges(opts.source_ranges))}")
+    lines += loopback_egress_lines(opts.loopback_egress)
     lines.append("")
     if opts.source_ranges:
         lines += [
@@ -131,6 +137,19 @@ def render_squid_conf(opts: SquidOptions) -> str:
         lines.append("http_access deny private_destinations")
     lines += ["http_access allow authenticated", "http_access deny all", ""]
     return "\n".join(lines)
+
+
+def loopback_egress_lines(address: str) -> list[str]:
+    """The lines that make connections to loopback destinations leave from `address` (a
+    127/8 address; ValueError otherwise); none for ""."""
+    if not address:
+        return []
+    if not ipaddress.IPv4Address(address).is_loopback:
+        raise ValueError(f"loopback egress {address!r}: expected an address in 127.0.0.0/8")
+    return [
+        "acl loopback_egress_destinations dst 127.0.0.0/8",
+        f"tcp_outgoing_address {address} loopback_egress_destinations",
+    ]
 
 
 def check_source_ranges(ranges: list[str]) -> list[str]:
