@@ -163,5 +163,5 @@ def test_loopback_egress_applies_to_loopback_destinations_only(tmp_path: Path) -
         "tcp_outgoing_address" in line
         for line in _directives(render_squid_conf(_options(tmp_path)))
     )
-    with pytest.raises(ValueError, match="127.0.0.0/8"):
+    with pytest.raises(ValueError, match=r"127\.0\.0\.0/8"):
         render_squid_conf(_options(tmp_path, loopback_egress="10.0.0.1"))

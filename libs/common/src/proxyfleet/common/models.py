@@ -71,6 +71,16 @@ class Proxy(msgspec.Struct, kw_only=True):
     last_probe_error: str = ""
     latency_ms: float = 0.0
     egress_ip: str = ""
+    """Its exit address as the echo target saw it, normalized ("" until known; a change
+    is confirmed by health's --egress-confirm-after probes first)."""
+    egress_net: str = ""
+    """The network of egress_ip (an IPv4 /24 or IPv6 /64) that `subnet` exclusivity holds."""
+    egress_pending: str = ""
+    """A new exit address seen by the last probes but not yet confirmed."""
+    egress_pending_n: int = 0
+    """How many probes in a row saw egress_pending."""
+    egress_shared: int = 0
+    """How many proxies (itself included) leave through egress_ip: above 1, it is shared."""
     pool: str = ""
     """The pool it belongs to ("" for a one-off proxy); also its `proxyfleet-pool` label."""
     withheld: Withheld = Withheld.NO
@@ -95,7 +105,11 @@ class Lease(msgspec.Struct, kw_only=True):
     """The name of the token that granted it: its owner ("" for leases from before owners
     were recorded)."""
     reason: str = ""
-    """Why a revoked lease was revoked (proxy unhealthy, failed, deleted); else empty."""
+    """Why a revoked lease was revoked (proxy unhealthy, failed, deleted, its exit address
+    changed: `egress_changed`); else empty."""
+    egress_ip: str = ""
+    """Its proxy's exit address when granted ("" unknown), held exclusively by the lease
+    unless the proxy's exclusivity is `none`."""
 
 
 # ---- intents (api/health/gc -> provisioner) -------------------------------------------
@@ -132,6 +146,10 @@ class EventType(enum.StrEnum):
     PROXY_FAILED = "proxy.failed"
     PROXY_ADOPTED = "proxy.adopted"
     """A resource that outlived its registry entry (a store reset) registered again."""
+    PROXY_EGRESS_CHANGED = "proxy.egress_changed"
+    """Its exit address changed (`egress_ip`, `from_egress_ip`), once confirmed."""
+    PROXY_EGRESS_SHARED = "proxy.egress_shared"
+    """Its exit address is also another proxy's (`egress_ip`, `shared_with`)."""
     LEASE_GRANTED = "lease.granted"
     LEASE_RENEWED = "lease.renewed"
     LEASE_REPORTED = "lease.reported"
@@ -169,6 +187,9 @@ class EventData(msgspec.Struct, kw_only=True, omit_defaults=True):
     a revocation); granted: `holder`, `target`, `expires_at`; renewed: `expires_at`;
     reported: `outcome`, `target`; revoked: `reason`.
     proxy.drained, proxy.quarantined: `reason` (and `by` when an admin acted);
+    proxy.egress_changed: `egress_ip`, `from_egress_ip`; proxy.egress_shared: `egress_ip`,
+    `shared_with` (the other proxies' ids, at most a few); lease.granted: `egress_ip` when
+    its proxy's address is known;
     pool.*: see EventType.
     """
 
@@ -191,6 +212,9 @@ class EventData(msgspec.Struct, kw_only=True, omit_defaults=True):
     status: bool | None = None
     message: str | None = None
     keep_proxies: bool | None = None
+    egress_ip: str | None = None
+    from_egress_ip: str | None = None
+    shared_with: list[str] | None = None
 
 
 class Event(msgspec.Struct, kw_only=True):
