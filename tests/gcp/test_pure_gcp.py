@@ -182,6 +182,12 @@ def test_a_standard_instance_restarts_and_a_service_account_is_attached() -> Non
     assert body["service_accounts"][0]["email"] == "sa@p.iam.gserviceaccount.com"
 
 
+def test_without_an_external_ip_the_nic_has_no_access_config() -> None:
+    nic = instance_body(_plan(external_ip=False))["network_interfaces"][0]
+    assert "access_configs" not in nic
+    assert nic["network"] == _plan().network
+
+
 def test_credentials_are_read_back_from_metadata() -> None:
     items = [(i["key"], i["value"]) for i in instance_body(_plan())["metadata"]["items"]]
     assert credentials_of(items) == ("user", "pw")

@@ -9,6 +9,8 @@ here the whole test machine (and its loopback test target) would be denied.
 
 from __future__ import annotations
 
+from proxyfleet.common.squid import loopback_egress_lines
+
 
 class SquidConfError(ValueError):
     """The config cannot be run (reported as the proxy's boot error)."""
@@ -21,8 +23,13 @@ def rewrite_squid_conf(
     bind: str,
     *,
     allow_local_destinations: bool = True,
+    egress: str = "",
 ) -> tuple[str, int]:
     """(`conf` listening on `bind`, with its files in `directory`, the port it listens on).
+
+    `egress`: the loopback address its connections to loopback destinations (the test
+    target) leave from, as a VM's external IP or its network's NAT address would; "": the
+    kernel's choice.
 
     `moved`: path (or folder) in the proxy's world → path on this machine; the longest
     match wins, so a mount inside another mount goes where it should.
@@ -44,6 +51,7 @@ def rewrite_squid_conf(
             out.append(_rewrite_line(line, key, words, by_length, directory))
     if port is None:
         raise SquidConfError("squid.conf: no http_port")
+    out.extend(loopback_egress_lines(egress))
     out.append(f"coredump_dir {directory}")
     return "\n".join(out) + "\n", port
 

@@ -61,9 +61,15 @@ def parse_write_files(user_data: str) -> list[WriteFile]:
 
 
 def plan_boot(
-    user_data: str, directory: str, bind: str, *, allow_local_destinations: bool = True
+    user_data: str,
+    directory: str,
+    bind: str,
+    *,
+    allow_local_destinations: bool = True,
+    egress: str = "",
 ) -> BootPlan:
-    """The files to write into `directory` and the Squid config to run there on `bind`."""
+    """The files to write into `directory` and the Squid config to run there on `bind`,
+    leaving from `egress` for loopback destinations ("" the kernel's choice)."""
     written = parse_write_files(user_data)
     confs = [f for f in written if PurePosixPath(f.path).name == SQUID_CONF_NAME]
     if not confs:
@@ -82,6 +88,7 @@ def plan_boot(
             directory,
             bind,
             allow_local_destinations=allow_local_destinations,
+            egress=egress,
         )
     except SquidConfError as exc:
         raise CloudConfigError(str(exc)) from exc

@@ -28,7 +28,7 @@ UNREACHABLE_IP = "127.255.255.254"
 
 
 class Booter(Protocol):
-    def boot(self, key: str, user_data: str, delay: float) -> Any: ...
+    def boot(self, key: str, user_data: str, delay: float, *, egress: str | None) -> Any: ...
     def stop(self, key: str) -> None: ...
 
 
@@ -188,7 +188,10 @@ class Instances:
         else:
             try:
                 booted = self.booter.boot(
-                    _boot_key(record), user_data, self.s.settings.guest_boot_s
+                    _boot_key(record),
+                    user_data,
+                    self.s.settings.guest_boot_s,
+                    egress=None if _external(record) else self.s.settings.cloud_nat_address,
                 )
                 address = booted.address
             except Exception as exc:  # the VM runs; only its proxy is missing
@@ -205,6 +208,9 @@ class Instances:
             for nic in record.body.get("networkInterfaces", [])[:1]:
                 for access in nic.get("accessConfigs", [])[:1]:
                     access["natIP"] = address
+                if not nic.get("accessConfigs"):
+                    # Reached inside the VPC: its internal address is where Squid listens.
+                    nic["networkIP"] = address
 
     def _delete(self, key: tuple[str, str]) -> None:
         with self.s.lock:
@@ -229,6 +235,12 @@ class Instances:
                 del self.s.disks[disk_key]
             else:
                 disk["users"] = [u for u in disk.get("users", []) if u != record.body["selfLink"]]
+
+
+def _external(record: Instance) -> bool:
+    """Whether the instance has an external IP (an access config on its first NIC)."""
+    nics = record.body.get("networkInterfaces") or [{}]
+    return bool(nics[0].get("accessConfigs"))
 
 
 def _boot_key(record: Instance) -> str:

@@ -62,9 +62,12 @@ class SquidBooter:
         self._addresses = LoopbackAddresses()
         self._serial = itertools.count(1)
 
-    def boot(self, key: str, user_data: str, delay: float = 0.0) -> Booted:
+    def boot(
+        self, key: str, user_data: str, delay: float = 0.0, *, egress: str | None = None
+    ) -> Booted:
         """Squid listening on the instance's address; with `delay`, the address at once and
-        Squid that much later (a guest still running cloud-init), errors only logged."""
+        Squid that much later (a guest still running cloud-init), errors only logged.
+        `egress`: the address it leaves from (None: its own, as with an external IP)."""
         if self.squid is None:
             raise BootError("squid is not installed: the fake cannot boot proxies")
         directory = self.root / f"{key.split('#', maxsplit=1)[0]}-{next(self._serial)}"
@@ -81,6 +84,7 @@ class SquidBooter:
             str(directory),
             address,
             allow_local_destinations=self.allow_local_destinations,
+            egress=address if egress is None else egress,
         )
         for name, f in plan.files.items():
             (directory / name).write_text(f.content)

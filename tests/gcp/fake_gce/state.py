@@ -32,25 +32,11 @@ from .faults import OPERATION_FAULTS, Fault, FaultPlan
 from .filters import parse_filter
 from .op_errors import operation_error
 from .resources import Json, link, new_id, now_rfc3339, operation_name, plain_list, region_of
+from .settings import Settings
 
 log = logging.getLogger(__name__)
 
-
-@dataclass
-class Settings:
-    """Operation timing. Tests change them on the fixture's object at any time."""
-
-    pending_s: float = 0.05
-    """How long a new operation stays PENDING."""
-    running_s: float = 0.2
-    """How long it then stays RUNNING before its effect (a boot adds its own time)."""
-    wait_timeout_s: float = 5.0
-    """`operations.wait` answers by then even when not DONE (Google: about 2 minutes)."""
-    boot: bool = True
-    """Start a real Squid for each inserted instance (off: RUNNING with no proxy)."""
-    guest_boot_s: float = 0.0
-    """0: the insert's operation is DONE once Squid listens. More: DONE and RUNNING with its
-    natIP at once, Squid that much later, as a real VM still running cloud-init."""
+__all__ = ["ComputeState", "Instance", "Operation", "Settings", "raise_for_project"]
 
 
 @dataclass

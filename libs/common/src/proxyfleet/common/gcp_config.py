@@ -77,6 +77,12 @@ class GcpSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Compute API endpoint; "" is Google's. Tests point it at their fake (http://...)."""
     anonymous: bool = False
     """Send no credentials (only with an http:// api_endpoint: the test fake)."""
+    external_ip: bool = True
+    """Each VM gets an ephemeral external IP: the address it is reached at, and its own exit
+    address (no two proxies share one). False: no external IP; the proxy is reached at its
+    internal address (the control plane and its clients must be inside the VPC) and leaves
+    through the network's Cloud NAT, whose few addresses all such VMs share (docs/egress.md:
+    exclusivity by `ip` then leases one proxy per NAT address at a time)."""
     proxy_port: Port = 3128
     """Port Squid listens on in each VM (and the firewall rule opens)."""
     connect_ports: list[Port] = msgspec.field(default_factory=lambda: [443])

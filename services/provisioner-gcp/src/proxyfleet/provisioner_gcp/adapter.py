@@ -129,7 +129,7 @@ class GcpProvider:
         found = await self.instances()
         by_gce = {g: z for z, g in self._s.zones.items()}
         resources = [
-            _managed(i, by_gce.get(i.gce_zone, ""))
+            _managed(i, by_gce.get(i.gce_zone, ""), self._s.external_ip)
             for i in found
             if i.proxy_id and i.labels.get(names.LABEL_INSTALLATION) == self._installation
         ]
@@ -218,6 +218,7 @@ class GcpProvider:
                 service_account=s.service_account,
                 user_data=user_data,
                 credentials=(spec.username, spec.password),
+                external_ip=s.external_ip,
             )
         )
         rid = names.request_id(spec.proxy_id, "insert", gce_zone)
@@ -247,10 +248,10 @@ class GcpProvider:
                 raise PermanentProviderError(
                     f"instance {inst.name} is {inst.status} (preempted by Google?)"
                 )
-            if inst.nat_ip:
+            if address := inst.address(self._s.external_ip):
                 return Provisioned(
                     resource_id=names.resource_id(inst.gce_zone, inst.name),
-                    host=inst.nat_ip,
+                    host=address,
                     port=self._s.proxy_port,
                     zone=zone,
                 )
@@ -259,10 +260,11 @@ class GcpProvider:
             if got is None:
                 raise TemporaryProviderError(f"instance {inst.name} disappeared while starting")
             inst = got
-        raise TemporaryProviderError(f"instance {inst.name}: no external IP yet")
+        what = "external IP" if self._s.external_ip else "internal IP (not running)"
+        raise TemporaryProviderError(f"instance {inst.name}: no {what} yet")
 
 
-def _managed(i: InstanceView, zone: str) -> ManagedResource:
+def _managed(i: InstanceView, zone: str, external: bool) -> ManagedResource:
     """A listed instance with what rebuilds its proxy after a store reset: the address,
     the port label and the credentials metadata (the user-data holds only a hash)."""
     username, password = plans.credentials_of(i.metadata) or ("", "")
@@ -273,7 +275,7 @@ def _managed(i: InstanceView, zone: str) -> ManagedResource:
         installation_id=i.labels.get(names.LABEL_INSTALLATION, ""),
         created_at=float(i.labels.get(names.LABEL_CREATED, "0") or 0),
         zone=zone,
-        host=i.nat_ip,
+        host=i.address(external),
         port=int(port) if port.isdigit() else 0,
         username=username,
         password=password,

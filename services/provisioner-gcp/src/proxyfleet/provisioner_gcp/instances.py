@@ -37,8 +37,16 @@ class InstanceView:
     gce_zone: str
     status: str
     nat_ip: str
+    internal_ip: str
     labels: dict[str, str]
     metadata: list[tuple[str, str]]
+
+    def address(self, external: bool) -> str:
+        """Where the proxy is reached: its external IP, or its internal one for a VM
+        without (known only once it runs); "" while there is none yet."""
+        if external:
+            return self.nat_ip
+        return self.internal_ip if self.status == "RUNNING" else ""
 
     @property
     def proxy_id(self) -> str:
@@ -47,6 +55,7 @@ class InstanceView:
 
 def view(instance: compute_v1.Instance) -> InstanceView:
     nat = ""
+    internal = instance.network_interfaces[0].network_i_p if instance.network_interfaces else ""
     for nic in instance.network_interfaces:
         for ac in nic.access_configs:
             nat = nat or ac.nat_i_p
@@ -55,6 +64,7 @@ def view(instance: compute_v1.Instance) -> InstanceView:
         gce_zone=names.last_segment(instance.zone),
         status=instance.status,
         nat_ip=nat,
+        internal_ip=internal,
         labels=dict(instance.labels),
         metadata=[(i.key, i.value) for i in instance.metadata.items],
     )

@@ -42,6 +42,7 @@ from proxyfleet.provisioner_kvm.host import Connector, HostSession, SshConnector
 from proxyfleet.provisioner_kvm.image_store import ImageStore
 from proxyfleet.provisioner_kvm.libvirt_calls import silence_libvirt_stderr
 from proxyfleet.provisioner_kvm.metrics import HOSTS_DOWN, PLACEMENTS
+from proxyfleet.provisioner_kvm.networks import HostNetworks
 from proxyfleet.provisioner_kvm.pure.domain_xml import DomainSpec, Rebuild, render_domain_xml
 from proxyfleet.provisioner_kvm.pure.host_choice import (
     Adopt,
@@ -104,6 +105,7 @@ class KvmProvider:
         self._uploads = uploads or LocalUploads()
         self._under_way: dict[str, str] = {}
         """Proxy -> host of the creates placed and running now (they count as load)."""
+        self.networks = HostNetworks()
 
     # ---- the Provider port ------------------------------------------------------------
 
@@ -122,6 +124,7 @@ class KvmProvider:
         )
 
     async def _create_on(self, session: HostSession, adopt: bool, spec: ProxySpec) -> str:
+        await self.networks.survey(session)
         domains = Domains(session)
         name = domain_name(spec.proxy_id)
         state = await domains.state(name) if adopt else None

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter, Gauge, Histogram
 
 from proxyfleet.common.metrics import LATENCY_BUCKETS
 
@@ -48,4 +48,11 @@ HOSTS_DOWN = Counter(
     "Times a host could not be listed for a create and was left out of placement for "
     "host_retry_after seconds, by host.",
     ["host"],
+)
+NETWORK_SHARED_EGRESS = Gauge(
+    "proxyfleet_kvm_network_shared_egress",
+    "1 when a host's libvirt network NATs its VMs behind the host's address (its proxies "
+    "share one exit address), 0 when each VM has its own (bridged, routed); by host and "
+    "network, read on the host's first create.",
+    ["host", "network"],
 )

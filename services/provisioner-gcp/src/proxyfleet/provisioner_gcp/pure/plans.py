@@ -87,18 +87,20 @@ class InstancePlan:
     service_account: str
     user_data: str
     credentials: tuple[str, str]
+    external_ip: bool = True
+    """An ephemeral external IP (ONE_TO_ONE_NAT); False: the internal address only."""
 
 
 def instance_body(plan: InstancePlan) -> dict[str, Any]:
     """The Instance insert body: boot disk deleted with the VM, one NIC with an ephemeral
-    external IP, cloud-init user-data and the credentials in metadata, spot scheduling."""
+    external IP (unless the plan says none), cloud-init user-data and the credentials in
+    metadata, spot scheduling."""
     zone = plan.gce_zone
-    nic: dict[str, Any] = {
-        "network": plan.network,
-        "access_configs": [
+    nic: dict[str, Any] = {"network": plan.network}
+    if plan.external_ip:
+        nic["access_configs"] = [
             {"name": "External NAT", "type_": "ONE_TO_ONE_NAT", "network_tier": "PREMIUM"}
-        ],
-    }
+        ]
     if plan.subnetwork:
         nic["subnetwork"] = plan.subnetwork
     username, password = plan.credentials
