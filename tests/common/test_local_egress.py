@@ -38,6 +38,8 @@ def test_a_small_range_fits_its_ports_exactly() -> None:
     assert used == [f"127.5.5.{i}" for i in range(1, 7)]
     with pytest.raises(ValueError, match="outside port_range"):
         address_for_port("127.5.5.0/29", (100, 105), 106)
+    with pytest.raises(ValueError, match=r"no address in 127\.5\.5\.0/29"):
+        address_for_port("127.5.5.0/29", (100, 106), 106)
 
 
 def test_an_empty_range_leaves_the_choice_to_the_kernel() -> None:

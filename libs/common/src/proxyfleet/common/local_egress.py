@@ -44,7 +44,10 @@ def address_for_port(egress_range: str, port_range: tuple[int, int], port: int) 
     if not low <= port <= high:
         raise ValueError(f"port {port} is outside port_range [{low}, {high}]")
     network = _network(egress_range)
-    return str(network.network_address + 1 + (port - low))
+    number = port - low + 1
+    if number >= network.num_addresses - 1:  # the config check refuses such a range
+        raise ValueError(f"port {port} has no address in {egress_range}: it is too small")
+    return str(network.network_address + number)
 
 
 def placement_address(placement: Mapping[str, str]) -> str:
