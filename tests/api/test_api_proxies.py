@@ -86,7 +86,7 @@ async def test_a_placement_the_provider_would_refuse_is_a_400(
         (KVM, {"image_url": "ftp://x.example/a.qcow2"}, "image_url"),
         (KVM, {"image_url": "https://x.example/a.qcow2", "image_sha256": "abc"}, "image_sha256"),
         (KVM, {"colour": "blue"}, "colour"),
-        (PROVIDER, {"image": "debian"}, "takes no placement"),
+        (PROVIDER, {"image": "debian"}, "unknown key(s) image"),
     ]
     for provider, placement, named in cases:
         r = await api.admin.post("/v1/proxies", json={"provider": provider, "placement": placement})

@@ -47,10 +47,13 @@ def refusal(provider: ProviderConfig, placement: Mapping[str, str]) -> InvalidIn
     return info.value
 
 
-def test_local_takes_an_empty_placement_only() -> None:
+def test_local_takes_only_an_egress_address() -> None:
     validator_for("local").validate(LOCAL, {})
+    validator_for("local").validate(LOCAL, {"egress_address": "127.77.9.9"})
     message = str(refusal(LOCAL, {"image": "debian"}))
-    assert message == "provider 'dev' (type local) takes no placement"
+    assert message == (
+        "provider 'dev': placement: unknown key(s) image; expected only egress_address"
+    )
 
 
 @pytest.mark.parametrize(

@@ -81,7 +81,7 @@ def test_two_providers_with_weights() -> None:
         ({"zones": ["local-c"]}, "zones[0]", "served by none of the pool's providers"),
         ({"size": 21}, "size", "21 members need more than the providers' max_proxies (20)"),
         ({"size": None, "autoscale": {"min": 1, "max": 30}}, "autoscale.max", "(20)"),
-        ({"placement": {"image": "x"}}, "placement", "takes no placement"),
+        ({"placement": {"image": "x"}}, "placement", "unknown key(s) image"),
     ],
 )
 def test_checked_against_the_providers(kw: dict[str, object], field: str, words: str) -> None:

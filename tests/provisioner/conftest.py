@@ -17,6 +17,7 @@ import pytest
 from nats.aio.client import Client as NatsClient
 
 from proxyfleet.common.clock import SystemClock
+from proxyfleet.common.local_egress import DEFAULT_EGRESS_RANGE
 from proxyfleet.common.messaging import Publisher
 from proxyfleet.common.provider import Provider
 from proxyfleet.common.runner import ProvisionerRunner, RunnerSettings
@@ -49,6 +50,7 @@ async def make_local_provider(proxy_state_dir: Path) -> AsyncIterator[Callable[.
         installation_id: str = INSTALLATION,
         connect_ports: tuple[int, ...] = (443,),
         port_range: tuple[int, int] = (20000, 29999),
+        egress_range: str = DEFAULT_EGRESS_RANGE,
     ) -> LocalProvider:
         options = LocalOptions(
             state_dir=proxy_state_dir,
@@ -56,6 +58,7 @@ async def make_local_provider(proxy_state_dir: Path) -> AsyncIterator[Callable[.
             engine=engine,
             connect_ports=list(connect_ports),
             port_range=port_range,
+            egress_range=egress_range,
             stop_grace=0.5,
         )
         provider = LocalProvider(options)

@@ -14,6 +14,7 @@ from typing import Protocol
 from proxyfleet.common.errors import InvalidInput
 from proxyfleet.common.gcp_config import GcpPlacementValidator
 from proxyfleet.common.kvm_placement import KvmPlacementValidator
+from proxyfleet.common.local_egress import placement_address
 from proxyfleet.common.providers_config import ProviderConfig
 
 INVALID_PLACEMENT = "invalid_placement"
@@ -39,8 +40,21 @@ class NoPlacement:
 
 NO_PLACEMENT = NoPlacement()
 
+
+class LocalPlacementValidator:
+    """Local proxies read one key, `egress_address`: a 127/8 address to leave from."""
+
+    def validate(self, provider: ProviderConfig, placement: Mapping[str, str]) -> None:
+        try:
+            placement_address(placement)
+        except ValueError as exc:
+            raise InvalidInput(
+                f"provider {provider.name!r}: {exc}", code=INVALID_PLACEMENT
+            ) from None
+
+
 _VALIDATORS: dict[str, PlacementValidator] = {
-    "local": NO_PLACEMENT,
+    "local": LocalPlacementValidator(),
     "kvm": KvmPlacementValidator(),
     "gcp": GcpPlacementValidator(),
 }

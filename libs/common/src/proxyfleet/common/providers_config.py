@@ -17,6 +17,7 @@ from proxyfleet.common.egress import EgressSettings
 from proxyfleet.common.errors import ConfigError
 from proxyfleet.common.gcp_config import GcpSettings, check_gcp
 from proxyfleet.common.k8s_config import K8sSettings, check_kubernetes
+from proxyfleet.common.local_egress import DEFAULT_EGRESS_RANGE, check_egress_range
 from proxyfleet.common.pool_spec import PoolName, PoolSpec, parse_pools
 from proxyfleet.common.squid import check_source_ranges
 
@@ -49,6 +50,9 @@ class LocalSettings(_Strict):
     """Destination ports CONNECT may reach (add the dev HTTPS target's port)."""
     source_ranges: list[str] = msgspec.field(default_factory=list)
     """Client networks (CIDR) Squid accepts; empty: any (proxy.py does not enforce it)."""
+    egress_range: str = DEFAULT_EGRESS_RANGE
+    """127/8 network each Squid proxy leaves from for loopback destinations, one address per
+    port (see local_egress); "": all leave from 127.0.0.1 (docs/egress.md)."""
 
 
 Firmware = Literal["uefi", "bios"]
@@ -249,6 +253,10 @@ def _check_local(local: LocalSettings, where: str) -> None:
     bind handed out as 127.0.0.1 exposed them on every interface unannounced."""
     if local.port_range[0] > local.port_range[1]:
         raise ConfigError(f"{where}.port_range: expected [low, high] with low <= high")
+    try:
+        check_egress_range(local.egress_range, local.port_range)
+    except ValueError as exc:
+        raise ConfigError(f"{where}.egress_range: {exc}") from None
     bind = _ipv4(local.bind_host, f"{where}.bind_host")
     if not bind.is_unspecified:
         if local.advertise_host and _ipv4(local.advertise_host, f"{where}.advertise_host") != bind:

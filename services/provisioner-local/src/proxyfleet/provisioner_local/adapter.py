@@ -44,6 +44,7 @@ def local_options(
         engine=settings.engine,
         connect_ports=list(settings.connect_ports),
         source_ranges=list(settings.source_ranges),
+        egress_range=settings.egress_range,
         start_timeout=start_timeout,
         stop_grace=stop_grace,
     )

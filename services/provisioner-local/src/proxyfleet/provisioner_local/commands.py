@@ -3,10 +3,12 @@ argument identifies the engine process in /proc. Pure: no I/O."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 import msgspec
 
+from proxyfleet.common import local_egress
 from proxyfleet.common.squid import SquidOptions, render_squid_conf
 from proxyfleet.provisioner_local.layout import ProxyFolder
 from proxyfleet.provisioner_local.marker import Engine
@@ -27,9 +29,12 @@ def squid_conf(
     port: int,
     connect_ports: list[int],
     source_ranges: list[str] | None = None,
+    *,
+    loopback_egress: str = "",
 ) -> str:
     """The shared Squid config, without the destination rules: a local proxy and the dev
-    target it is probed against share 127.0.0.1."""
+    target it is probed against share 127/8. `loopback_egress`: the 127/8 address its
+    connections to loopback destinations leave from ("": the kernel's choice)."""
     return render_squid_conf(
         SquidOptions(
             http_port=port,
@@ -42,8 +47,19 @@ def squid_conf(
             deny_local_destinations=False,
             deny_private_destinations=False,
             source_ranges=list(source_ranges or []),
+            loopback_egress=loopback_egress,
         )
     )
+
+
+def egress_address(
+    placement: Mapping[str, str], egress_range: str, port_range: tuple[int, int], port: int
+) -> str:
+    """The 127/8 address a Squid proxy leaves from: its placement's `egress_address` (shared
+    with any proxy given the same), else its port's own in `egress_range` ("": 127.0.0.1).
+    proxy.py has no equivalent (docs/egress.md): its proxies all leave from 127.0.0.1."""
+    chosen = local_egress.placement_address(placement)
+    return chosen or local_egress.address_for_port(egress_range, port_range, port)
 
 
 def squid_argv(squid_binary: str, folder: ProxyFolder) -> list[str]:

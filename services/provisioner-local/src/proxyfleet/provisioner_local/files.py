@@ -1,5 +1,5 @@
-"""Files of a proxy folder: atomic writes with exact modes, the marker, and whether the
-unprivileged user Squid drops to can reach the folder."""
+"""Files of a proxy folder: atomic writes with exact modes, the marker, the credentials, and
+whether the unprivileged user Squid drops to can reach the folder."""
 
 from __future__ import annotations
 
@@ -8,7 +8,17 @@ import pwd
 from dataclasses import dataclass
 from pathlib import Path
 
-from proxyfleet.provisioner_local.marker import Marker, decode_marker, encode_marker
+import msgspec
+
+from proxyfleet.common.models import ProxySpec
+from proxyfleet.provisioner_local.layout import ProxyFolder
+from proxyfleet.provisioner_local.marker import (
+    Credentials,
+    Marker,
+    decode_credentials,
+    decode_marker,
+    encode_marker,
+)
 
 SQUID_USER = "proxy"
 """The user Debian's Squid switches to when started as root (cache_effective_user)."""
@@ -91,3 +101,21 @@ def blocked_for(owner: Owner, path: Path) -> Path | None:
         if not allowed:
             return folder
     return None
+
+
+def write_credentials(folder: ProxyFolder, spec: ProxySpec) -> None:
+    """proxy.json: what registering the proxy again from its folder needs (0600)."""
+    creds = Credentials(
+        username=spec.username,
+        password=spec.password,
+        labels=dict(spec.labels),
+        placement=dict(spec.placement),
+    )
+    write_file(folder.credentials, msgspec.json.encode(creds), 0o600)
+
+
+def read_credentials(path: Path) -> Credentials | None:
+    try:
+        return decode_credentials(path.read_bytes())
+    except OSError:
+        return None

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import msgspec
 
+from proxyfleet.common import local_egress
 from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
 from proxyfleet.common.ids import resource_name
 from proxyfleet.common.logging import get_logger
@@ -23,14 +24,16 @@ from proxyfleet.provisioner_local.files import (
     blocked_for,
     make_dirs,
     prepare_folder,
+    read_credentials,
     read_marker,
     squid_owner,
+    write_credentials,
     write_file,
     write_marker,
 )
 from proxyfleet.provisioner_local.layout import MARKER_NAME, InstallationLayout, ProxyFolder
 from proxyfleet.provisioner_local.locks import file_lock
-from proxyfleet.provisioner_local.marker import Credentials, Engine, Marker, decode_credentials
+from proxyfleet.provisioner_local.marker import Engine, Marker
 from proxyfleet.provisioner_local.ports import pick_port, reserved_ports
 from proxyfleet.provisioner_local.processes import (
     ProcessExited,
@@ -63,6 +66,8 @@ class LocalOptions:
     connect_ports: list[int] = field(default_factory=lambda: [443])
     source_ranges: list[str] = field(default_factory=list)
     """Client networks Squid accepts (empty: any)."""
+    egress_range: str = local_egress.DEFAULT_EGRESS_RANGE
+    """127/8 network of the proxies' exit addresses, one per port ("": all 127.0.0.1)."""
     start_timeout: float = 10.0
     """Seconds a new proxy process has to accept TCP connections."""
     stop_grace: float = 5.0
@@ -94,12 +99,14 @@ class LocalProxies:
                 f" ({self._opts.installation_id!r})"
             )
         folder = self._layout.folder(spec.proxy_id)
+        # A bad placement fails here, before anything starts (ValueError: permanent).
+        local_egress.placement_address(spec.placement)
         self._reap()
         with file_lock(self._layout.lock_path(spec.proxy_id)):
             marker = read_marker(folder.marker)
             leaders = find_session_leader(commands.engine_signatures(folder))
             if marker is not None and leaders:
-                _write_credentials(folder, spec)  # a folder made before proxy.json existed
+                write_credentials(folder, spec)  # a folder made before proxy.json existed
                 return self._adopt(folder, marker, leaders, spec.password)
             for pid in leaders:  # an engine without a marker: state unknown, start over
                 stop_process_group(pid, self._opts.stop_grace)
@@ -127,7 +134,7 @@ class LocalProxies:
                 or marker.proxy_id != path.parent.name
             ):
                 continue
-            creds = _read_credentials(self._layout.folder(marker.proxy_id).credentials)
+            creds = read_credentials(self._layout.folder(marker.proxy_id).credentials)
             found.append(
                 ManagedResource(
                     resource_id=resource_name(marker.proxy_id),
@@ -212,7 +219,7 @@ class LocalProxies:
     def _start(self, spec: ProxySpec, folder: ProxyFolder, old: Marker | None) -> Provisioned:
         make_dirs(self._layout.root)
         prepare_folder(folder.path, self._owner)
-        _write_credentials(folder, spec)
+        write_credentials(folder, spec)
         with file_lock(self._layout.ports_lock):
             markers = self._layout.state_dir.glob(self._layout.all_markers_glob())
             port = pick_port(
@@ -260,8 +267,10 @@ class LocalProxies:
         mode = 0o640 if self._owner else 0o600
         line = htpasswd_line(spec.username, spec.password)
         write_file(folder.htpasswd, line.encode(), mode, group)
+        o = self._opts
+        egress = commands.egress_address(spec.placement, o.egress_range, o.port_range, port)
         conf = commands.squid_conf(
-            folder, self._opts.bind_host, port, self._opts.connect_ports, self._opts.source_ranges
+            folder, o.bind_host, port, o.connect_ports, o.source_ranges, loopback_egress=egress
         )
         write_file(folder.squid_conf, conf.encode(), mode, group)
         folder.squid_pid.unlink(missing_ok=True)  # a stale one stops Squid from starting
@@ -294,20 +303,3 @@ class LocalProxies:
 
     def _provisioned(self, proxy_id: str, port: int) -> Provisioned:
         return Provisioned(resource_id=resource_name(proxy_id), host=self.host, port=port)
-
-
-def _write_credentials(folder: ProxyFolder, spec: ProxySpec) -> None:
-    creds = Credentials(
-        username=spec.username,
-        password=spec.password,
-        labels=dict(spec.labels),
-        placement=dict(spec.placement),
-    )
-    write_file(folder.credentials, msgspec.json.encode(creds), 0o600)
-
-
-def _read_credentials(path: Path) -> Credentials | None:
-    try:
-        return decode_credentials(path.read_bytes())
-    except OSError:
-        return None

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import signal
 import threading
 from pathlib import Path
@@ -13,6 +12,7 @@ from typing import Annotated
 import typer
 
 from proxyfleet.devstack.banner import banner, write_env_file
+from proxyfleet.devstack.providers import squid_installed
 from proxyfleet.devstack.stack import Stack, StackOptions
 
 app = typer.Typer(add_completion=False, help="Proxyfleet's local dev stack.")
@@ -56,7 +56,7 @@ def run(
         # Explicit: SIGINT may arrive ignored (a background job) and must still stop us.
         signal.signal(signal.SIGINT, lambda *_: stop.set())
         env_file = write_env_file(stack, base_dir)
-        engine_name = "squid" if shutil.which("squid") else "proxy.py"
+        engine_name = "squid" if squid_installed() else "proxy.py"
         typer.echo(banner(stack, base_dir, engine_name, env_file))
         stop.wait()
     except KeyboardInterrupt:

@@ -22,6 +22,7 @@ from typing import IO
 
 import httpx
 
+from proxyfleet.devstack.providers import local_provider_yaml
 from proxyfleet.devstack.servers import Server, free_port, start_nats, start_redis, wait_tcp
 from proxyfleet.devstack.tie import tied
 
@@ -150,20 +151,9 @@ class Stack:
     def _write_providers_config(self, base: Path) -> None:
         target_port = int(self.target_url.rsplit(":", 1)[1].strip("/"))
         path = base / "providers.yaml"
-        path.write_text(
-            "# Written by proxyfleet-dev: the embedded default, real proxy processes here.\n"
-            "providers:\n"
-            "  - name: local\n"
-            "    type: local\n"
-            "    zones: [local-a, local-b]\n"
-            f"    boot_timeout: {self.opts.boot_timeout}\n"
-            "    local:\n"
-            f"      state_dir: {base / 'local-proxies'}\n"
-            f"      engine: {self.opts.engine}\n"
-            f"      connect_ports: [443, {target_port}]\n"
-            + self.opts.extra_providers
-            + self.opts.extra_config
-        )
+        o = self.opts
+        local = local_provider_yaml(base / "local-proxies", o.engine, o.boot_timeout, target_port)
+        path.write_text(local + o.extra_providers + o.extra_config)
         self.providers_config = str(path)
 
     def _load_tokens(self, base: Path) -> None:
