@@ -5,7 +5,6 @@ Pure: `parse_providers_config(text, path)` does no I/O; `load_providers_config(p
 
 from __future__ import annotations
 
-import ipaddress
 from pathlib import Path
 from typing import Annotated, Literal
 
@@ -17,7 +16,7 @@ from proxyfleet.common.egress import EgressSettings
 from proxyfleet.common.errors import ConfigError
 from proxyfleet.common.gcp_config import GcpSettings, check_gcp
 from proxyfleet.common.k8s_config import K8sSettings, check_kubernetes
-from proxyfleet.common.local_egress import DEFAULT_EGRESS_RANGE, check_egress_range
+from proxyfleet.common.local_config import LocalSettings, check_local
 from proxyfleet.common.pool_spec import PoolName, PoolSpec, parse_pools
 from proxyfleet.common.squid import check_source_ranges
 
@@ -29,30 +28,6 @@ Seconds = Annotated[float, msgspec.Meta(gt=0)]
 
 class _Strict(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     pass
-
-
-class LocalSettings(_Strict):
-    """A proxy is a real proxy process on this machine."""
-
-    state_dir: str = ".dev/local-proxies"
-    """Where each proxy's config, credentials and pid live (one folder per proxy)."""
-    bind_host: str = "127.0.0.1"
-    """IPv4 address the proxy processes listen on; 0.0.0.0 (every interface) needs
-    advertise_host."""
-    advertise_host: str = ""
-    """IPv4 address the API hands out for the proxies: bind_host's (the default), or, when
-    bind_host is 0.0.0.0, a non-loopback address of this machine, given explicitly."""
-    port_range: tuple[Port, Port] = (20000, 29999)
-    """Ports handed to proxy processes."""
-    engine: Literal["auto", "squid", "proxy.py"] = "auto"
-    """auto: Squid when installed, else proxy.py."""
-    connect_ports: list[Port] = msgspec.field(default_factory=lambda: [443])
-    """Destination ports CONNECT may reach (add the dev HTTPS target's port)."""
-    source_ranges: list[str] = msgspec.field(default_factory=list)
-    """Client networks (CIDR) Squid accepts; empty: any (proxy.py does not enforce it)."""
-    egress_range: str = DEFAULT_EGRESS_RANGE
-    """127/8 network each Squid proxy leaves from for loopback destinations, one address per
-    port (see local_egress); "": all leave from 127.0.0.1 (docs/egress.md)."""
 
 
 Firmware = Literal["uefi", "bios"]
@@ -225,7 +200,7 @@ def _check_semantics(cfg: ProvidersConfig, path: str) -> None:
         if getattr(p, section) is None:
             raise ConfigError(f"{where}.{section}: required for type {p.type!r}")
         if p.local is not None:
-            _check_local(p.local, f"{where}.local")
+            check_local(p.local, f"{where}.local")
         if p.kvm is not None:
             _check_kvm(p.kvm, p.zones, f"{where}.kvm")
         if p.gcp is not None:
@@ -237,45 +212,6 @@ def _check_semantics(cfg: ProvidersConfig, path: str) -> None:
                 check_source_ranges(ranges.source_ranges if ranges else [])
             except ValueError as exc:
                 raise ConfigError(f"{where}.{key}.source_ranges: {exc}") from None
-
-
-def _ipv4(value: str, where: str) -> ipaddress.IPv4Address:
-    try:
-        return ipaddress.IPv4Address(value)
-    except ValueError:
-        raise ConfigError(
-            f"{where}: expected an IPv4 address such as 127.0.0.1, got {value!r}"
-        ) from None
-
-
-def _check_local(local: LocalSettings, where: str) -> None:
-    """The proxies must listen where the API sends clients, and nowhere else: a wildcard
-    bind handed out as 127.0.0.1 exposed them on every interface unannounced."""
-    if local.port_range[0] > local.port_range[1]:
-        raise ConfigError(f"{where}.port_range: expected [low, high] with low <= high")
-    try:
-        check_egress_range(local.egress_range, local.port_range)
-    except ValueError as exc:
-        raise ConfigError(f"{where}.egress_range: {exc}") from None
-    bind = _ipv4(local.bind_host, f"{where}.bind_host")
-    if not bind.is_unspecified:
-        if local.advertise_host and _ipv4(local.advertise_host, f"{where}.advertise_host") != bind:
-            raise ConfigError(
-                f"{where}.advertise_host: expected bind_host's address {bind} (the proxies"
-                f" listen only there) or nothing, got {local.advertise_host!r}"
-            )
-        return
-    if not local.advertise_host:
-        raise ConfigError(
-            f"{where}.advertise_host: required when bind_host is {bind} (every interface):"
-            " expected the non-loopback IPv4 address clients reach the proxies at"
-        )
-    advertised = _ipv4(local.advertise_host, f"{where}.advertise_host")
-    if advertised.is_loopback or advertised.is_unspecified:
-        raise ConfigError(
-            f"{where}.advertise_host: expected a non-loopback address with bind_host {bind}"
-            f" (or bind_host: {advertised} alone), got {local.advertise_host!r}"
-        )
 
 
 def _check_kvm(kvm: KvmSettings, zones: list[str], where: str) -> None:

@@ -17,8 +17,8 @@ from proxyfleet.common.errors import (
     TemporaryProviderError,
 )
 from proxyfleet.common.ids import new_id
+from proxyfleet.common.local_config import LocalSettings
 from proxyfleet.common.models import ManagedResource, Provisioned, ProxySpec
-from proxyfleet.common.providers_config import LocalSettings
 from proxyfleet.provisioner_local.proxies import LocalOptions, LocalProxies
 
 T = TypeVar("T")
