@@ -18,14 +18,19 @@ from __future__ import annotations
 
 import re
 from decimal import Decimal, InvalidOperation
-from typing import Annotated, Literal
+from typing import Literal
 
 import msgspec
 
 from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.k8s_egress import (
+    DEFAULT_HOST_PORT_RANGE,
+    EgressMode,
+    K8sEgressGateway,
+    Port,
+    check_egress,
+)
 from proxyfleet.common.squid import check_source_ranges
-
-Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
 
 DEFAULT_IMAGE = "ubuntu/squid:6.6-24.04_beta"
 """Canonical's Squid on Ubuntu 24.04 LTS (see the module docstring for why)."""
@@ -129,6 +134,14 @@ class K8sSettings(_Strict):
     """Destination ports CONNECT may reach."""
     deny_private_destinations: bool = True
     """Squid refuses private destinations (the cluster network and the VPC behind it)."""
+    egress_mode: EgressMode = "pod"
+    """How the pods leave the cluster, so what exit address each has (k8s_egress):
+    pod (the node's SNAT address, shared), host_network (one pod per node, its node's
+    address) or egress_gateway (the operator's gateway, selected by egress_gateway)."""
+    host_port_range: tuple[Port, Port] = DEFAULT_HOST_PORT_RANGE
+    """host_network: [first, last] ports Squid's port per pod is chosen from."""
+    egress_gateway: K8sEgressGateway = msgspec.field(default_factory=K8sEgressGateway)
+    """egress_gateway: the labels and annotations put on every proxy pod."""
 
 
 def check_kubernetes(k8s: K8sSettings, zones: list[str], where: str) -> None:
@@ -165,12 +178,16 @@ def check_kubernetes(k8s: K8sSettings, zones: list[str], where: str) -> None:
                 f" {ZONE_LABEL}), got {value!r}"
             )
     for key, value in k8s.labels.items():
-        if key.startswith(RESERVED_LABEL_PREFIX) or key == MANAGED_BY_LABEL:
-            raise ConfigError(
-                f"{where}.labels.{key}: reserved (the provisioner sets {RESERVED_LABEL_PREFIX}*"
-                f" and {MANAGED_BY_LABEL} itself)"
-            )
+        _check_not_reserved(key, f"{where}.labels.{key}")
         _check_label(key, value, f"{where}.labels")
+    gateway = f"{where}.egress_gateway"
+    for key, value in k8s.egress_gateway.labels.items():
+        _check_not_reserved(key, f"{gateway}.labels.{key}")
+        _check_label(key, value, f"{gateway}.labels")
+    for key in k8s.egress_gateway.annotations:
+        _check_not_reserved(key, f"{gateway}.annotations.{key}")
+        _check_label_key(key, f"{gateway}.annotations.{key}")
+    check_egress(k8s.egress_mode, k8s.expose, k8s.host_port_range, k8s.egress_gateway, where)
     try:
         check_source_ranges(k8s.source_ranges)
     except ValueError as exc:
@@ -257,6 +274,14 @@ def is_label_key(key: str) -> bool:
 
 def is_label_value(value: str) -> bool:
     return bool(_LABEL_VALUE.fullmatch(value))
+
+
+def _check_not_reserved(key: str, where: str) -> None:
+    if key.startswith(RESERVED_LABEL_PREFIX) or key == MANAGED_BY_LABEL:
+        raise ConfigError(
+            f"{where}: reserved (the provisioner sets {RESERVED_LABEL_PREFIX}* and"
+            f" {MANAGED_BY_LABEL} itself)"
+        )
 
 
 def _check_label_key(key: str, where: str) -> None:
