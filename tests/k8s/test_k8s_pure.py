@@ -149,7 +149,7 @@ def test_zone_node_label_node_selector_and_tolerations() -> None:
 
 
 def test_squid_conf_has_the_limits_that_keep_squid_alive_in_a_container() -> None:
-    conf = manifests.squid_conf(settings_for(source_ranges=["10.0.0.0/8"], proxy_port=3129))
+    conf = manifests.squid_conf(settings_for(source_ranges=["10.0.0.0/8"]), 3129)
     lines = conf.splitlines()
     assert "max_filedescriptors 1024" in lines
     assert "cache_mem 16 MB" in lines
@@ -166,7 +166,7 @@ def test_squid_conf_has_the_limits_that_keep_squid_alive_in_a_container() -> Non
 def test_dependents_are_owned_by_the_pod_and_validate() -> None:
     p, s = _objects(), settings_for(expose="node_port")
     secret = manifests.secret_manifest(p, UID, "u1:$2b$06$hash\n", "u1", "pw")
-    conf = manifests.configmap_manifest(p, UID, manifests.squid_conf(s))
+    conf = manifests.configmap_manifest(p, UID, manifests.squid_conf(s, s.proxy_port))
     service = manifests.service_manifest(p, UID, s)
     owner = {"apiVersion": "v1", "kind": "Pod", "name": "pf-p123", "uid": UID, "controller": False}
     for obj in (secret, conf, service):

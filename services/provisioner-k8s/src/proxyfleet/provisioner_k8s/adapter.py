@@ -23,7 +23,7 @@ from proxyfleet.common.squid import htpasswd_line
 from proxyfleet.provisioner_k8s.calls import Json, Kube, load_configuration
 from proxyfleet.provisioner_k8s.objects import Objects, owned_by
 from proxyfleet.provisioner_k8s.podwatch import PodWatch
-from proxyfleet.provisioner_k8s.pure import manifests, names
+from proxyfleet.provisioner_k8s.pure import egress, manifests, names
 from proxyfleet.provisioner_k8s.pure.manifests import ProxyObjects
 from proxyfleet.provisioner_k8s.pure.pods import PodState, pod_state
 from proxyfleet.provisioner_k8s.settings import Tuning
@@ -62,7 +62,8 @@ class K8sProvider:
         self._zones = frozenset(zones)
         self._clock = clock or SystemClock()
         self._ns = settings.namespace
-        self._conf = manifests.squid_conf(settings)
+        self._confs: dict[int, str] = {}
+        """squid.conf by listening port (one port for all but in host_network mode)."""
         self.kube = Kube(load_configuration(settings), self._t.api_threads, self._t.request_timeout)
         self.objects = Objects(self.kube, self._ns, installation_id)
         self.selector = names.installation_selector(installation_id, provider)
@@ -144,7 +145,11 @@ class K8sProvider:
     def _objects_of(self, spec: ProxySpec) -> ProxyObjects:
         labels = names.labels(self._installation, self._provider, spec.proxy_id, self._s.labels)
         notes = names.proxy_annotations(
-            spec.zone, self._clock.now(), self._s.proxy_port, spec.labels, spec.placement
+            spec.zone,
+            self._clock.now(),
+            egress.listen_port(self._s, spec.proxy_id),
+            spec.labels,
+            spec.placement,
         )
         return ProxyObjects(spec.proxy_id, self._ns, labels, notes, spec.zone)
 
@@ -159,7 +164,7 @@ class K8sProvider:
 
         secret = manifests.secret_manifest(p, uid, htpasswd, spec.username, spec.password)
         await self.objects.create_or_adopt("secrets", secret, spec.proxy_id, same_credentials)
-        conf = manifests.configmap_manifest(p, uid, self._conf)
+        conf = manifests.configmap_manifest(p, uid, self._squid_conf(p.proxy_id))
         await self.objects.create_or_adopt(
             "configmaps", conf, spec.proxy_id, lambda found: owned_by(found, uid)
         )
@@ -197,7 +202,7 @@ class K8sProvider:
         if state.failure:
             raise PermanentProviderError(f"pod {self._ns}/{p.name}: {state.failure}")
         if expose == "pod_ip" and state.pod_ip:
-            return state.pod_ip, self._s.proxy_port
+            return state.pod_ip, egress.listen_port(self._s, p.proxy_id)
         if expose == "node_port" and state.host_ip and service is not None:
             return state.host_ip, _node_port(service)
         if expose == "load_balancer" and service is not None:
@@ -205,6 +210,12 @@ class K8sProvider:
         raise TemporaryProviderError(
             f"pod {self._ns}/{p.name}: no address after {timeout:g} s (phase {state.phase or '?'})"
         )
+
+    def _squid_conf(self, proxy_id: str) -> str:
+        port = egress.listen_port(self._s, proxy_id)
+        if port not in self._confs:
+            self._confs[port] = manifests.squid_conf(self._s, port)
+        return self._confs[port]
 
     async def _read_pod(self, name: str, uid: str) -> PodState | None:
         found = await self.objects.get("pods", name)

@@ -16,7 +16,7 @@ from typing import Any
 
 from proxyfleet.common.k8s_config import ZONE_LABEL, K8sSettings, Toleration
 from proxyfleet.common.squid import SquidOptions, render_squid_conf
-from proxyfleet.provisioner_k8s.pure import names
+from proxyfleet.provisioner_k8s.pure import egress, names
 
 Manifest = dict[str, Any]
 
@@ -75,13 +75,13 @@ def owner_reference(pod_name: str, pod_uid: str) -> Manifest:
             "controller": False}  # fmt: skip
 
 
-def squid_conf(s: K8sSettings) -> str:
-    """The shared generator's squid.conf with the pod's paths (it carries
-    max_filedescriptors 1024 and cache_mem 16 MB: without them Squid sizes its tables
-    from the container's huge RLIMIT_NOFILE and is OOM-killed at start)."""
+def squid_conf(s: K8sSettings, port: int) -> str:
+    """The shared generator's squid.conf with the pod's paths, listening on `port` (it
+    carries max_filedescriptors 1024 and cache_mem 16 MB: without them Squid sizes its
+    tables from the container's huge RLIMIT_NOFILE and is OOM-killed at start)."""
     return render_squid_conf(
         SquidOptions(
-            http_port=s.proxy_port,
+            http_port=port,
             htpasswd_path=HTPASSWD_PATH,
             pid_file=PID_FILE,
             cache_log=CACHE_LOG,
@@ -101,7 +101,8 @@ def node_selector(s: K8sSettings, zone: str) -> dict[str, str]:
 
 
 def pod_manifest(p: ProxyObjects, s: K8sSettings) -> Manifest:
-    port = s.proxy_port
+    """The proxy's pod, as its egress mode wants it (pure/egress.py)."""
+    port = egress.listen_port(s, p.proxy_id)
     mounts = [
         {"name": "config", "mountPath": CONFIG_DIR, "readOnly": True},
         {"name": "auth", "mountPath": AUTH_DIR, "readOnly": True},
@@ -156,7 +157,8 @@ def pod_manifest(p: ProxyObjects, s: K8sSettings) -> Manifest:
         spec["nodeSelector"] = selector
     if s.tolerations:
         spec["tolerations"] = [_toleration(t) for t in s.tolerations]
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": p.metadata(), "spec": spec}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": p.metadata(), "spec": spec}
+    return egress.apply(pod, s)
 
 
 def secret_manifest(p: ProxyObjects, owner_uid: str, htpasswd: str, username: str,
