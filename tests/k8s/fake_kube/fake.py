@@ -15,29 +15,37 @@ from .crds import CrdController
 from .faults import RBAC_VERBS, Call, Fault, Faults
 from .gc import GarbageCollector
 from .kubelet import Kubelet
-from .objects import Json
+from .objects import NODE_NAME, Json
+from .scheduler import FakeNode, Scheduler
 from .server import KubeServer
 from .services import ServiceController
 from .store import Store
 
 
 class FakeKube:
-    def __init__(self, now: Callable[[], float] = time.time) -> None:
+    def __init__(self, now: Callable[[], float] = time.time, nodes: int = 1) -> None:
         """`now`: the clock of creationTimestamp and deletionTimestamp, e.g. a
         proxyfleet.common.clock.ManualClock's `now` (the kubelet's status times are real
-        time)."""
+        time). `nodes`: how many nodes (fake-node, fake-node-2, ...), each with a loopback
+        address of its own (`node_address`)."""
         self.store = Store(now)
         self.crds = CrdController(self.store)
         self.faults = Faults()
         self.addresses = LoopbackAddresses()
+        self.nodes = [
+            FakeNode(NODE_NAME if i == 0 else f"{NODE_NAME}-{i + 1}", self.addresses.allocate(0))
+            for i in range(nodes)
+        ]
+        self.scheduler = Scheduler(self.store, self.nodes)
         self.server = KubeServer(self.store, self.faults)
-        self.kubelet = Kubelet(self.store, self.addresses)
+        self.kubelet = Kubelet(self.store, self.addresses, self.scheduler)
         self.server.logs = self.kubelet.logs
         self.services = ServiceController(self.store, self.addresses)
         self.gc = GarbageCollector(self.store)
         self._started = False
 
     def start(self) -> FakeKube:
+        self.scheduler.start()
         self.kubelet.start()
         self.services.start()
         self.gc.start()
@@ -52,6 +60,7 @@ class FakeKube:
         self.gc.close()
         self.services.close()
         self.kubelet.close()
+        self.scheduler.close()
 
     # ---- clients --------------------------------------------------------------------------
 
@@ -114,6 +123,11 @@ class FakeKube:
 
     def pod_address(self, namespace: str, name: str) -> str:
         return self.kubelet.pod_address(namespace, name)
+
+    def node_address(self, name: str) -> str:
+        """The node's own address: its hostNetwork pods', and every pod's on it as seen by
+        a loopback target (the node's SNAT address)."""
+        return self.scheduler.node(name).address
 
     # ---- faults ---------------------------------------------------------------------------
 

@@ -1,8 +1,10 @@
-"""The node: runs each pod for real. A pod whose container runs `squid ... -f PATH` gets its
-configMap, secret and emptyDir volumes as folders here, its squid.conf rewritten to those
-folders and to a loopback pod IP of its own, and a real Squid; Ready once the readiness
-probe's TCP port accepts. Modes simulate image pull errors, crash loops and OOM kills;
-`crash`, `oom` and `evict` act on a running pod. (I/O: threads, files, processes.)"""
+"""The nodes: run each pod bound to one (scheduler.py) for real. A pod whose container runs
+`squid ... -f PATH` gets its configMap, secret and emptyDir volumes as folders here, its
+squid.conf rewritten to those folders and to a loopback pod IP of its own (a hostNetwork
+pod: its node's address), its traffic to 127/8 sent from its node's address (as a node's
+SNAT would), and a real Squid; Ready once the readiness probe's TCP port accepts. Modes
+simulate image pull errors, crash loops and OOM kills; `crash`, `oom` and `evict` act on a
+running pod. (I/O: threads, files, processes.)"""
 
 from __future__ import annotations
 
@@ -19,6 +21,7 @@ from .events import Event
 from .modes import PodMode
 from .objects import Json
 from .pod_worker import PodWorker
+from .scheduler import Scheduler
 from .store import Store
 
 log = logging.getLogger(__name__)
@@ -27,9 +30,10 @@ PROXY_ID_LABEL = "proxyfleet.io/proxy-id"
 
 
 class Kubelet:
-    def __init__(self, store: Store, addresses: LoopbackAddresses) -> None:
+    def __init__(self, store: Store, addresses: LoopbackAddresses, scheduler: Scheduler) -> None:
         self.store = store
         self.addresses = addresses
+        self.scheduler = scheduler
         self.squid = find_squid()
         self.root: Path = make_root("pf-fakekube-")
         # Squid's -n (its shared memory and IPC names) must be alphanumeric and unique.
@@ -147,7 +151,8 @@ class Kubelet:
         uid = str(meta["uid"])
         with self._lock:
             worker = self._workers.get(uid)
-        if event.type == "ADDED" and worker is None:
+        bound = bool(event.obj["spec"].get("nodeName")) and "deletionTimestamp" not in meta
+        if event.type in ("ADDED", "MODIFIED") and worker is None and bound:
             worker = PodWorker(self, event.obj, self._forget)
             with self._lock:
                 self._workers[uid] = worker

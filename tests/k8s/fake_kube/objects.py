@@ -61,7 +61,7 @@ def _default_pod(pod: Json) -> None:
     spec.setdefault("schedulerName", "default-scheduler")
     spec.setdefault("serviceAccountName", "default")
     spec.setdefault("securityContext", {})
-    spec["nodeName"] = spec.get("nodeName") or NODE_NAME
+    # spec.nodeName: the scheduler's (scheduler.py), unless the body names a node.
     for c in spec.get("containers") or []:
         image = str(c.get("image", ""))
         latest = ":" not in image.rsplit("/", 1)[-1] or image.endswith(":latest")

@@ -8,6 +8,8 @@ from pathlib import Path
 from tests.loopback_squid.conf import SquidConfError, rewrite_squid_conf
 from tests.loopback_squid.host import hand_to_proxy_user
 
+from proxyfleet.common.squid import loopback_egress_lines
+
 from .pod_files import PodFiles
 
 
@@ -34,11 +36,14 @@ def read_conf(conf_path: str, local: str | None) -> str:
 
 
 def write_conf(
-    directory: Path, conf: str, mounted: dict[str, str], address: str
+    directory: Path, conf: str, mounted: dict[str, str], address: str, egress: str = ""
 ) -> tuple[Path, int]:
     """squid.conf for this machine in `directory` (the folder then handed to Squid's
-    user), and the port it listens on."""
+    user), and the port it listens on; with `egress`, its connections to 127/8 leave
+    from that address (its node's)."""
     text, port = rewrite_squid_conf(conf, mounted, str(directory), address)
+    if egress:
+        text += "\n".join(["# The fake node's address.", *loopback_egress_lines(egress), ""])
     path = directory / "squid.conf"
     path.write_text(text)
     hand_to_proxy_user(directory, recursive=True)

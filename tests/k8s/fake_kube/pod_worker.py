@@ -23,7 +23,7 @@ from tests.loopback_squid.host import (
     tail,
 )
 
-from . import pod_dir, pod_files
+from . import pod_dir, pod_failures, pod_files
 from .modes import PodMode
 from .objects import Json
 from .pod_status import (
@@ -53,6 +53,9 @@ class PodWorker(threading.Thread):
         self.kubelet = kubelet
         self.pod = pod
         self.namespace, self.name, self.uid = meta["namespace"], meta["name"], meta["uid"]
+        self.node = kubelet.scheduler.node(pod["spec"]["nodeName"])
+        self.host_network = bool(pod["spec"].get("hostNetwork"))
+        """On its node's network: the node's address is the pod's (never released)."""
         self.view = PodView()
         self.address: str | None = None
         self.directory: Path | None = None
@@ -100,7 +103,7 @@ class PodWorker(threading.Thread):
             log.exception("fake kubelet: pod %s/%s failed", self.namespace, self.name)
         finally:
             kill(self.proc)
-            if self.address is not None:
+            if self.address is not None and not self.host_network:
                 self.kubelet.addresses.release(self.address)
             if self.directory is not None:
                 shutil.rmtree(self.directory, ignore_errors=True)
@@ -108,17 +111,17 @@ class PodWorker(threading.Thread):
             self._forget(self.uid)
 
     def _live(self) -> None:
-        self._sleep(self.kubelet.start_delay)
+        self.sleep(self.kubelet.start_delay)
         mode = self.kubelet.mode_for(self.pod)
         found = pod_files.squid_container(self.pod)
         container = found[1] if found else self.pod["spec"]["containers"][0]
         if mode in (PodMode.ERR_IMAGE_PULL, PodMode.IMAGE_PULL_BACKOFF):
             self._allocate(3128)
-            self._pull_failure(container, backoff=mode is PodMode.IMAGE_PULL_BACKOFF)
+            pod_failures.pull_failure(self, container, backoff=mode is PodMode.IMAGE_PULL_BACKOFF)
         files = self._wait_for_volumes()
         if mode in (PodMode.CRASH_LOOP, PodMode.OOM_KILLED):
             self._allocate(3128)
-            self._simulated_crash_loop(oom=mode is PodMode.OOM_KILLED)
+            pod_failures.simulated_crash_loop(self, oom=mode is PodMode.OOM_KILLED)
         if found is None or self.kubelet.squid is None:
             self._allocate(pod_files.probe_port(container, 3128))
             self._run_without_process(container, found is not None)
@@ -127,20 +130,6 @@ class PodWorker(threading.Thread):
         self._run_squid(found[1], argv, port)
 
     # ---- steps ----------------------------------------------------------------------------
-
-    def _pull_failure(self, container: Json, *, backoff: bool) -> None:
-        image = container.get("image", "")
-        self.view.state = waiting(
-            "ErrImagePull",
-            f'failed to pull and unpack image "{image}": failed to resolve reference "{image}": '
-            f"{image}: not found",
-        )
-        self._push()
-        if backoff:
-            self._sleep(self.kubelet.backoff)
-            self.view.state = waiting("ImagePullBackOff", f'Back-off pulling image "{image}"')
-            self._push()
-        self._sleep(None)
 
     def _wait_for_volumes(self) -> pod_files.PodFiles:
         reported = ""
@@ -152,32 +141,8 @@ class PodWorker(threading.Thread):
                     reported = str(exc)
                     self.view.state = waiting("ContainerCreating")
                     self.view.message = ""
-                    self._push()
-                self._sleep(0.05)
-
-    def _simulated_crash_loop(self, *, oom: bool) -> None:
-        reason, code = ("OOMKilled", 137) if oom else ("Error", 1)
-        never = self.pod["spec"].get("restartPolicy") == "Never"
-        delay = self.kubelet.backoff
-        self.view.phase = "Running"
-        while True:
-            started = time.time()
-            self.view.started, self.view.state = True, running(started)
-            self._push()
-            self._sleep(0.05)
-            ended = terminated(reason, code, started, time.time())
-            self.view.started = False
-            if never:
-                self.view.phase, self.view.state = "Failed", ended
-                self._push()
-                self._sleep(None)
-            self.view.last_state = ended
-            self.view.restarts += 1
-            if self.view.restarts >= self.kubelet.crash_loop_after:
-                self.view.state = crash_loop_backoff(delay, self.pod)
-            self._push()
-            self._sleep(delay)
-            delay = min(delay * 2, self.kubelet.backoff * 256)
+                    self.push()
+                self.sleep(0.05)
 
     def _run_without_process(self, container: Json, wanted_squid: bool) -> None:
         """No Squid to run (another command, or none installed): Running; Ready when
@@ -186,13 +151,13 @@ class PodWorker(threading.Thread):
             self.view.state = waiting(
                 "CreateContainerError", "squid is not installed on the fake node"
             )
-            self._push()
-            self._sleep(None)
+            self.push()
+            self.sleep(None)
         self.view.phase, self.view.started = "Running", True
         self.view.state = running(time.time())
         self.view.ready = "readinessProbe" not in container
-        self._push()
-        self._sleep(None)
+        self.push()
+        self.sleep(None)
 
     def _prepare(
         self, container: Json, conf_path: str, files: pod_files.PodFiles
@@ -203,11 +168,13 @@ class PodWorker(threading.Thread):
         try:
             conf = pod_dir.read_conf(conf_path, pod_files.local_path(conf_path, mounted))
             address = self._allocate(first_http_port(conf))
-            conf_file, port = pod_dir.write_conf(directory, conf, mounted, address)
+            conf_file, port = pod_dir.write_conf(
+                directory, conf, mounted, address, egress=self.node.address
+            )
         except (SquidConfError, NoAddressLeft) as exc:
             self.view.state = waiting("CreateContainerConfigError", str(exc))
-            self._push()
-            self._sleep(None)
+            self.push()
+            self.sleep(None)
         assert self.kubelet.squid is not None
         service = f"{self.kubelet.service_prefix}x{directory.name.rsplit('-', 1)[-1]}"
         argv = pod_files.squid_argv(container, self.kubelet.squid, str(conf_file), service)
@@ -224,7 +191,7 @@ class PodWorker(threading.Thread):
             self.proc = start_squid(argv, self.directory)
             self.view.started, self.view.ready = True, False
             self.view.state = running(started)
-            self._push()
+            self.push()
             killed_as = self._watch_process(probe_port, started)
             code = self.proc.returncode
             exit_code = 128 - code if code < 0 else code
@@ -236,15 +203,15 @@ class PodWorker(threading.Thread):
             if policy == "Never" or (policy == "OnFailure" and exit_code == 0):
                 self.view.phase = "Failed" if exit_code else "Succeeded"
                 self.view.state = ended
-                self._push()
-                self._sleep(None)
+                self.push()
+                self.sleep(None)
             self.view.restarts += 1
             self.view.last_state = ended
             quick_exits = quick_exits + 1 if time.time() - started < 10 else 1
             if quick_exits >= self.kubelet.crash_loop_after:
                 self.view.state = crash_loop_backoff(delay, self.pod)
-                self._push()
-                self._sleep(delay)
+                self.push()
+                self.sleep(delay)
                 delay = min(delay * 2, self.kubelet.backoff * 256)
 
     def _watch_process(self, probe_port: int, started: float) -> str:
@@ -255,11 +222,11 @@ class PodWorker(threading.Thread):
         while self.proc.poll() is None:
             if not self.view.ready and accepts(self.address, probe_port, timeout=0.2):
                 self.view.ready = True
-                self._push()
+                self.push()
             try:
                 what = self._commands.get_nowait()
             except queue.Empty:
-                self._sleep(0.05 if not self.view.ready else 0.2, wake=True)
+                self.sleep(0.05 if not self.view.ready else 0.2, wake=True)
                 continue
             kill(self.proc)
             if what == "evict":
@@ -273,21 +240,24 @@ class PodWorker(threading.Thread):
         self.view.message = evicted_message(self.pod)
         self.view.disruption = "TerminationByKubelet"
         self.view.state = terminated("Error", 137, started, time.time())
-        self._push()
-        self._sleep(None)
+        self.push()
+        self.sleep(None)
 
     # ---- helpers --------------------------------------------------------------------------
 
     def _allocate(self, port: int) -> str:
         if self.address is None:
-            self.address = self.kubelet.addresses.allocate(port)
+            if self.host_network:
+                self.address = self.node.address
+            else:
+                self.address = self.kubelet.addresses.allocate(port)
             self.view.pod_ip = self.address
         return self.address
 
     def _lookup(self, resource: str, name: str) -> Json | None:
         return self.kubelet.store.find(resource, self.namespace, name)
 
-    def _push(self) -> None:
+    def push(self) -> None:
         view, uid, now = self.view, self.uid, time.time()
 
         def change(pod: Json) -> None:
@@ -296,7 +266,7 @@ class PodWorker(threading.Thread):
 
         self.kubelet.store.mutate("pods", self.namespace, self.name, change)
 
-    def _sleep(self, seconds: float | None, *, wake: bool = False) -> None:
+    def sleep(self, seconds: float | None, *, wake: bool = False) -> None:
         """Wait `seconds` (None: until stopped); Stopped when the pod is to go."""
         if self._stopping.is_set():
             raise Stopped
