@@ -5,6 +5,7 @@ proxy records its own node's address, which is also where clients reach it."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ pytestmark = pytest.mark.timeout(300)
 
 
 def _two_ready_proxies_with_egress(admin: Api) -> list[dict[str, Any]]:
+    started = time.monotonic()
     r = admin.http.post("/v1/proxies", json={"provider": PROVIDER, "count": 2})
     assert r.status_code == 202, r.text
     ids = [p["id"] for p in r.json()["items"]]
@@ -24,7 +26,10 @@ def _two_ready_proxies_with_egress(admin: Api) -> list[dict[str, Any]]:
         done = all(p["phase"] == "ready" and p["egress_ip"] for p in got)
         return got if done else None
 
-    return wait_for("2 ready proxies with their egress IP", known, timeout=90)
+    got = wait_for("2 ready proxies with their egress IP", known, timeout=90)
+    took = time.monotonic() - started
+    print(f"\n2 proxies ready with their egress IP {took:.1f} s after the create")
+    return got
 
 
 def test_pod_mode_proxies_on_one_node_record_its_one_egress_ip(

@@ -81,6 +81,12 @@ async def test_host_network_gives_each_proxy_its_own_nodes_address(
             assert done.port == egress.host_port(spec.proxy_id, PORTS)
             assert await _exit_address(done, spec, target) == done.host
         assert {done.host for _, done in made} == set(nodes.values())
+        # The pod's own address is its node's: no Node object read, no extra RBAC.
+        assert {resource for _, _, resource in fake.rbac_calls()} <= {
+            "pods",
+            "secrets",
+            "configmaps",
+        }
 
         # A third proxy: no node is free of a proxy pod, so it waits unscheduled and its
         # create gives up (the runner retries it until the proxy's boot timeout).
