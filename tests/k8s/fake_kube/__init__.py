@@ -1,5 +1,5 @@
 """A fake Kubernetes API server (a test helper) for the real `kubernetes` client over
-http://127.0.0.1:PORT, with a node that runs pods for real.
+http://127.0.0.1:PORT, with nodes that run pods for real.
 
     fake = FakeKube().start()                # or the `fake_kube` fixture (tests/k8s/conftest.py)
     api = client.CoreV1Api(client.ApiClient(fake.configuration()))
@@ -34,9 +34,15 @@ Scale over specReplicasPath/statusReplicasPath/labelSelectorPath), merge and JSO
 (a strategic one is 415), finalizers. `kubectl scale` works against it. Calls are recorded
 with their API group (`fake.rbac_calls()`).
 
-Kubelet (kubelet.py, pod_worker.py): each pod is run by a thread; one whose container runs
-`squid ... -f PATH` waits for its configMap/secret volumes, gets them as files, its
-squid.conf rewritten to them and to a loopback pod IP of its own, and a real Squid;
+Nodes and scheduler (scheduler.py): `FakeKube(nodes=N)` has nodes fake-node, fake-node-2,
+... each with a loopback address of its own (`fake.node_address(name)`); each new pod is
+bound to the node with the fewest pods that its required pod anti-affinity (over
+kubernetes.io/hostname, both ways) and host ports allow, or stays Pending (Unschedulable)
+until a pod goes. Kubelet (kubelet.py, pod_worker.py): each pod is run by a thread; one
+whose container runs `squid ... -f PATH` waits for its configMap/secret volumes, gets them
+as files, its squid.conf rewritten to them and to a loopback pod IP of its own (a
+hostNetwork pod: its node's address), its connections to 127/8 sent from its node's
+address (the node's SNAT), and a real Squid;
 Running, then Ready once the readiness probe's TCP port accepts. `PodMode` simulates
 ErrImagePull/ImagePullBackOff, CrashLoopBackOff and OOMKilled; `crash`, `oom`, `evict` act
 on a running pod. Services: ClusterIPs on which nothing listens, NodePorts on 127.0.0.1,
