@@ -81,15 +81,15 @@ async def test_host_network_gives_each_proxy_its_own_nodes_address(
             assert done.port == egress.host_port(spec.proxy_id, PORTS)
             assert await _exit_address(done, spec, target) == done.host
         assert {done.host for _, done in made} == set(nodes.values())
-        # The pod's own address is its node's: no Node object read, no extra RBAC.
-        assert {resource for _, _, resource in fake.rbac_calls()} <= {
-            "pods",
-            "secrets",
-            "configmaps",
-        }
+        # Re-adoption after a store reset finds the same address and port.
+        listed = {m.proxy_id: (m.host, m.port) for m in await provider.list_managed()}
+        assert listed == {spec.proxy_id: (done.host, done.port) for spec, done in made}
+        # The pod's own address is its node's: no Node read, nothing outside the Role.
+        used = {resource for _, _, resource in fake.rbac_calls()}
+        assert used <= {"pods", "secrets", "configmaps", "services"}
 
         # A third proxy: no node is free of a proxy pod, so it waits unscheduled and its
-        # create gives up (the runner retries it until the proxy's boot timeout).
+        # create gives up (the runner retries it, then fails the proxy).
         third = spec_for(new_proxy_id(), INSTALLATION)
         with pytest.raises(TemporaryProviderError, match="no address after"):
             await provider.create(third)
@@ -107,3 +107,25 @@ async def test_host_network_gives_each_proxy_its_own_nodes_address(
         await until_ready(provider, third.proxy_id)
         assert done.host == first.host
         assert await _exit_address(done, third, target) == first.host
+
+
+async def test_egress_gateway_labels_and_annotates_the_pod(
+    fake_kube: Any, tmp_path: Path, target: Any
+) -> None:
+    gateway = {
+        "labels": {"egress.example.com/gateway": "red"},
+        "annotations": {"egress.projectcalico.org/selector": "egress-code == 'red'"},
+    }
+    settings = {"connect_ports": [443, target.port], "egress_mode": "egress_gateway",
+                "egress_gateway": gateway}  # fmt: skip
+    async with opened(fake_kube, tmp_path, INSTALLATION, **settings) as provider:
+        spec, done = await _ready_proxy(provider, target)
+        pod = _pod(fake_kube, spec.proxy_id)
+        # The fake has no gateway: the proxy works, leaving through its node as in pod mode.
+        assert await _exit_address(done, spec, target) == fake_kube.node_address("fake-node")
+    assert pod["metadata"]["labels"]["egress.example.com/gateway"] == "red"
+    annotations = pod["metadata"]["annotations"]
+    assert annotations["egress.projectcalico.org/selector"] == "egress-code == 'red'"
+    [secret] = [s for s in fake_kube.objects("secrets", NAMESPACE)
+                if s["metadata"]["name"] == pod["metadata"]["name"]]  # fmt: skip
+    assert "egress.example.com/gateway" not in secret["metadata"]["labels"]
