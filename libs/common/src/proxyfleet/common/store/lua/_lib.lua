@@ -52,6 +52,30 @@ local function index_marker_if_empty(now_raw)
   if redis.call('ZCARD', k('proxies')) == 0 then redis.call('SET', k('provider_index'), now_raw) end
 end
 
+-- The exit address index (written by egress.lua only): `egress:<ip>`, the ids of the
+-- proxies on a confirmed address, and `egress_counts:{provider:<p>|zone:<p>:<z>|pool:<pool>}`,
+-- ip -> proxies, for health's distinct-vs-total metric. Every proxy on the address keeps
+-- `egress_shared`, their number. egress_forget takes a proxy out of all of them (a deleted
+-- proxy, or one whose address changes) and returns the address it was on ('' none).
+local function egress_count_keys(provider, zone, pool)
+  local keys = { k('egress_counts', 'provider', provider or ''),
+    k('egress_counts', 'zone', provider or '', zone or '') }
+  if pool and pool ~= '' then keys[#keys + 1] = k('egress_counts', 'pool', pool) end
+  return keys
+end
+local function egress_forget(id)
+  local p = redis.call('HMGET', k('proxy', id), 'egress_ip', 'provider', 'zone', 'pool')
+  local ip = p[1] or ''
+  if ip == '' or redis.call('SREM', k('egress', ip), id) == 0 then return '' end
+  for _, key in ipairs(egress_count_keys(p[2], p[3], p[4])) do
+    if redis.call('HINCRBY', key, ip, -1) <= 0 then redis.call('HDEL', key, ip) end
+  end
+  local left = redis.call('SMEMBERS', k('egress', ip))
+  for _, other in ipairs(left) do redis.call('HSET', k('proxy', other), 'egress_shared', #left) end
+  redis.call('HSET', k('proxy', id), 'egress_shared', 0)
+  return ip
+end
+
 -- End a lease: tombstone it for `keep` seconds (default a day), so a late report/release
 -- gets a clear 409, and free the proxy.
 local function end_lease(lease_id, state, now, cooldown, keep)

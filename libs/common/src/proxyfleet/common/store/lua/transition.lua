@@ -48,6 +48,7 @@ redis.call('HINCRBY', k('counts', cur[3]), to, 1)
 if to == 'deleted' then
   index_rem(cur[3], id)
   member_rem(cur[7], id)
+  egress_forget(id)
 else
   index_add(cur[3], id)
 end
