@@ -42,7 +42,12 @@ async def test_two_proxies_on_one_address_are_flagged(
     assert await egress.counts("zone", "local", "a") == AddressCounts(1, 2, 1)
     assert await egress.counts("zone", "local", "b") == AddressCounts(1, 1, 0)
     assert await egress.counts("pool", "web") == AddressCounts(2, 3, 1)
-    assert await egress.group_names("zone") == [("local", "a"), ("local", "b")]
+    assert await egress.groups() == [
+        ("pool", ("web",)),
+        ("provider", ("local",)),
+        ("zone", ("local", "a")),
+        ("zone", ("local", "b")),
+    ]
 
     shared = [e for e in await outbox_events(redis_client) if e.type == "proxy.egress_shared"]
     assert [(e.proxy_id, e.data.egress_ip, e.data.shared_with) for e in shared] == [
@@ -124,6 +129,8 @@ async def test_deletion_clears_the_index(
     await registry.transition("p2", Phase.DELETED)
     assert await egress.proxies_on("127.0.0.5") == set()
     assert await redis_client.exists("pf:egress_counts:provider:local") == 0
+    await egress.forget_group("provider", "local")
+    assert ("provider", ("local",)) not in await egress.groups()
     with pytest.raises(Conflict):
         await egress.confirm("p2", "127.0.0.5")  # going away: not indexed again
 

@@ -113,13 +113,21 @@ class EgressStore:
         raw = cast(dict[str, str], await self._redis.hgetall(key))
         return _counts(int(v) for v in raw.values())
 
-    async def group_names(self, kind: str) -> list[tuple[str, ...]]:
-        """The groups of `kind` that have a count hash (SCAN: for the stats loop only)."""
-        prefix = f"{self._ns}:egress_counts:{kind}:"
-        names: list[tuple[str, ...]] = []
-        async for key in self._redis.scan_iter(match=prefix + "*", count=500):
-            names.append(tuple(str(key)[len(prefix) :].split(":")))
-        return sorted(names)
+    async def groups(self) -> list[tuple[str, tuple[str, ...]]]:
+        """Every group (kind, name parts) that has had an address since it last had none:
+        `<ns>:egress_groups`, added to by the egress script; groups found empty leave it."""
+        raw = cast(set[str], await self._redis.smembers(f"{self._ns}:egress_groups"))
+        out: list[tuple[str, tuple[str, ...]]] = []
+        for member in sorted(raw):
+            kind, *name = member.split(":")
+            out.append((kind, tuple(name)))
+        return out
+
+    async def forget_group(self, kind: str, *name: str) -> None:
+        """Drop an empty group from `<ns>:egress_groups` (unless it has addresses again)."""
+        key = ":".join((self._ns, "egress_counts", kind, *name))
+        if not await self._redis.exists(key):
+            await self._redis.srem(f"{self._ns}:egress_groups", ":".join((kind, *name)))
 
 
 def _counts(per_address: Iterable[int]) -> AddressCounts:

@@ -35,6 +35,8 @@ if ip ~= '' then
   redis.call('SADD', k('egress', ip), id)
   for _, key in ipairs(egress_count_keys(cur[3], cur[4], cur[5])) do
     redis.call('HINCRBY', key, ip, 1)
+    -- The groups health's metric reads (`provider:<p>`, ...): no SCAN for them.
+    redis.call('SADD', k('egress_groups'), string.sub(key, #ns + 16))
   end
   members = redis.call('SMEMBERS', k('egress', ip))
   for _, other in ipairs(members) do
