@@ -87,7 +87,7 @@ class ProxyProcess:
         self.proc = None
 
 
-def squid_process(connect_ports: list[int], outgoing: str = "") -> ProxyProcess:
+def _squid(connect_ports: list[int], outgoing: str = "") -> ProxyProcess:
     """Squid with basic auth (leaving from the loopback address `outgoing`, if given).
     Running as root it drops to user `proxy`, so its folder is made outside pytest's
     private tmp tree and handed to that user."""
@@ -137,7 +137,7 @@ def _proxypy(workdir: Path) -> ProxyProcess:
 @pytest.fixture(scope="session")
 def squid(target: TargetServer) -> Iterator[ProxyProcess]:
     """One Squid shared by the tests that never stop it."""
-    proxy = squid_process([target.port])
+    proxy = _squid([target.port])
     proxy.start()
     yield proxy
     proxy.kill()  # a graceful stop takes shutdown_lifetime and more; nothing to save here
@@ -155,7 +155,7 @@ def proxypy(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ProxyProcess]:
 @pytest.fixture
 def own_squid(target: TargetServer) -> Iterator[ProxyProcess]:
     """A Squid of this test's own, which it may kill and restart."""
-    proxy = squid_process([target.port])
+    proxy = _squid([target.port])
     proxy.start()
     yield proxy
     proxy.kill()

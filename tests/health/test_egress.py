@@ -20,8 +20,8 @@ from tests.health.conftest import (
     MakeProxy,
     ProxyProcess,
     RunWorker,
+    _squid,
     events_of,
-    squid_process,
 )
 
 from proxyfleet.common.clock import SystemClock
@@ -38,7 +38,7 @@ OTHER = "127.0.0.7"
 
 @pytest.fixture(scope="session")
 def squid_other(target: TargetServer) -> Iterator[ProxyProcess]:
-    proxy = squid_process([target.port], outgoing=OTHER)
+    proxy = _squid([target.port], outgoing=OTHER)
     proxy.start()
     yield proxy
     proxy.kill()
@@ -227,7 +227,7 @@ async def echo() -> AsyncIterator[ScriptedEcho]:
 
 @pytest.fixture
 def echo_squid(echo: ScriptedEcho) -> Iterator[ProxyProcess]:
-    proxy = squid_process([echo.port])
+    proxy = _squid([echo.port])
     proxy.start()
     yield proxy
     proxy.kill()

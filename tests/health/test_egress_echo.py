@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 from tests.api.helpers import api_settings, providers_config, serve
-from tests.health.conftest import Collector, MakeProxy, RunWorker, squid_process
+from tests.health.conftest import Collector, MakeProxy, RunWorker, _squid
 
 from proxyfleet.api.app import create_app
 from proxyfleet.api.deps import AppDeps
@@ -37,7 +37,7 @@ async def test_health_learns_the_exit_address_from_the_apis_echo(
     run_worker: RunWorker,
     probe_results: Collector,
 ) -> None:
-    squid = squid_process([api_port], outgoing=EXIT)
+    squid = _squid([api_port], outgoing=EXIT)
     squid.start()
     try:
         proxy = await make_proxy(squid.port)
