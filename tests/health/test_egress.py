@@ -9,10 +9,12 @@ import contextlib
 import shutil
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from dataclasses import replace
 from functools import partial
 
 import pytest
 import redis.asyncio as aioredis
+from nats.aio.client import Client as NatsClient
 from tests.conftest import TargetServer
 from tests.health.conftest import (
     PROVIDER,
@@ -25,12 +27,14 @@ from tests.health.conftest import (
 )
 
 from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.models import Phase, Proxy
+from proxyfleet.common.models import Phase, ProbeResult, Proxy
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
 from proxyfleet.common.store.egress import AddressCounts, EgressStore
 from proxyfleet.common.store.leases import LeasePolicy
 from proxyfleet.health.metrics import EGRESS_ADDRESSES, EGRESS_UNKNOWN_BY_REASON
-from proxyfleet.health.prober import INVALID, MISSING
+from proxyfleet.health.prober import INVALID, MISSING, OK, Outcome, Prober
+from proxyfleet.health.settings import HealthSettings
+from proxyfleet.health.worker import HealthWorker
 
 OTHER = "127.0.0.7"
 """The loopback address `squid_other` leaves from (the shared `squid` leaves from 127.0.0.1)."""
@@ -293,3 +297,70 @@ async def test_require_ip_keeps_a_proxy_out_of_ready_until_its_address_is_known(
     failed = await _get(registry, never.id)
     assert "exit address unknown" in failed.reason
     assert (await _get(registry, waiting.id)).egress_ip == "127.0.0.1"
+
+
+# ---- the probe write path ------------------------------------------------------------------
+
+
+async def _commands(redis_client: aioredis.Redis) -> dict[str, int]:
+    stats = await redis_client.info("commandstats")
+    return {name: int(v["calls"]) for name, v in stats.items() if name != "cmdstat_info"}
+
+
+async def test_an_unchanged_address_adds_no_command_to_the_probe_write(
+    make_proxy: MakeProxy,
+    registry: ProxyRegistry,
+    redis_client: aioredis.Redis,
+    nc: NatsClient,
+    prober: Prober,
+    health_settings: HealthSettings,
+) -> None:
+    """A batch of probes whose addresses did not change costs what it cost before exit
+    addresses: one streak update per proxy, pipelined (one round trip); the egress script
+    runs only for the proxy whose new address is confirmed, in place of its update."""
+    clock = SystemClock()
+    egress = EgressStore(redis_client, clock)
+    worker = HealthWorker(
+        replace(health_settings, egress_confirm_after=1),
+        registry=registry,
+        egress=egress,
+        nc=nc,
+        prober=prober,
+        clock=clock,
+    )
+    proxies = []
+    for i in range(20):
+        made = await make_proxy(1, phase=Phase.READY)  # never probed: no worker runs
+        await egress.confirm(made.id, f"127.0.1.{i}")
+        proxies.append(await _get(registry, made.id))
+
+    def batch(ip: str | None = None, moved: str = "") -> list[tuple[Proxy, Outcome]]:
+        """Each proxy's probe seeing `ip` (None: its own address), the first one `moved`."""
+        out = []
+        for i, p in enumerate(proxies):
+            seen = p.egress_ip if ip is None else ip
+            out.append((p, _ok(p.id, moved if moved and i == 0 else seen)))
+        return out
+
+    async def cost(probes: list[tuple[Proxy, Outcome]]) -> dict[str, int]:
+        """The commands Redis ran for one batch (a script's own commands counted too)."""
+        before = await _commands(redis_client)
+        await worker.record_many(probes)
+        after = await _commands(redis_client)
+        return {k: n - before.get(k, 0) for k, n in after.items() if n != before.get(k, 0)}
+
+    await worker.record_many(batch())  # loads the scripts
+    without_address = await cost(batch(ip=""))  # what a probe cost before exit addresses
+    unchanged = await cost(batch())
+    assert unchanged == without_address
+    assert unchanged["cmdstat_evalsha"] == 20  # one pipelined update each: one round trip
+
+    moved = await cost(batch(moved="127.0.2.1"))
+    assert (await _get(registry, proxies[0].id)).egress_ip == "127.0.2.1"
+    assert moved["cmdstat_evalsha"] == 20  # 19 updates and the egress script in its place
+
+
+def _ok(pid: str, ip: str) -> Outcome:
+    return Outcome(
+        ProbeResult(proxy_id=pid, time=time.time(), ok=True, latency_ms=1.0, egress_ip=ip), OK
+    )

@@ -22,7 +22,11 @@ if phase ~= 'booting' and phase ~= 'ready' and phase ~= 'unhealthy' then
   return {-3, gen, phase}
 end
 for i = 13, #ARGV, 2 do redis.call('HSET', pkey, ARGV[i], ARGV[i + 1]) end
-redis.call('HSET', pkey, 'egress_pending', ARGV[8], 'egress_pending_n', ARGV[9])
+if ARGV[8] == '' then  -- no candidate: absent fields read as empty (and cost no memory)
+  redis.call('HDEL', pkey, 'egress_pending', 'egress_pending_n')
+else
+  redis.call('HSET', pkey, 'egress_pending', ARGV[8], 'egress_pending_n', ARGV[9])
+end
 local old = cur[7] or ''
 if ip == old then
   return {1, gen, '', tonumber(redis.call('HGET', pkey, 'egress_shared')) or 0}
