@@ -129,8 +129,8 @@ async def test_deletion_clears_the_index(
     await registry.transition("p2", Phase.DELETED)
     assert await egress.proxies_on("127.0.0.5") == set()
     assert await redis_client.exists("pf:egress_counts:provider:local") == 0
-    await egress.forget_group("provider", "local")
-    assert ("provider", ("local",)) not in await egress.groups()
+    assert await egress.groups() == []
+    assert await redis_client.exists("pf:egress_summary") == 0
     with pytest.raises(Conflict):
         await egress.confirm("p2", "127.0.0.5")  # going away: not indexed again
 
@@ -146,3 +146,18 @@ async def test_generation_checked(
     with pytest.raises(NotFound):
         await egress.confirm("nope", "127.0.0.5")
     assert (await egress.confirm("p1", "127.0.0.5", expected_gen=proxy.gen)).gen == proxy.gen
+
+
+async def test_a_zone_move_moves_the_address_count(
+    registry: ProxyRegistry, egress: EgressStore, clock: ManualClock
+) -> None:
+    for pid in ("p1", "p2"):
+        await make_ready(registry, make_proxy(pid, clock, zone="a"))
+        await egress.confirm(pid, "127.0.0.5")
+    await registry.update("p1", zone="b")
+    assert await egress.counts("zone", "local", "a") == AddressCounts(1, 1, 0)
+    assert await egress.counts("zone", "local", "b") == AddressCounts(1, 1, 0)
+    assert await egress.counts("provider", "local") == AddressCounts(1, 2, 1)
+    await registry.update("p2", zone="b")
+    assert await egress.counts("zone", "local", "b") == AddressCounts(1, 2, 1)
+    assert ("zone", ("local", "a")) not in await egress.groups()

@@ -32,6 +32,7 @@ class EgressRecorder:
         self._confirm_after = settings.egress_confirm_after
         self._revoke = settings.revoke_on_egress_change
         self._require_ip = frozenset(require_ip)
+        self._shown: set[tuple[str, tuple[str, ...]]] = set()  # groups the gauges show
 
     def step(self, proxy: Proxy, outcome: Outcome) -> EgressStep:
         """The address step of one probe; a good probe that reported no usable address
@@ -90,11 +91,12 @@ class EgressRecorder:
 
     async def refresh_gauges(self) -> None:
         """The distinct-vs-total gauges of every group that has addresses."""
-        for kind, name in await self._store.groups():
-            counts = await self._store.counts(kind, *name)
-            _set_counts(kind, "/".join(name), counts)
-            if not counts.proxies:
-                await self._store.forget_group(kind, *name)
+        groups = await self._store.groups()
+        for kind, name in groups:
+            _set_counts(kind, "/".join(name), await self._store.counts(kind, *name))
+        for kind, name in self._shown - set(groups):  # no known address left there
+            _set_counts(kind, "/".join(name), AddressCounts(0, 0, 0))
+        self._shown = set(groups)
 
 
 def _set_counts(group: str, name: str, counts: AddressCounts) -> None:

@@ -4,7 +4,6 @@ shared-address metric. Grants only read the proxy's `egress_ip` / `egress_net`."
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -108,30 +107,19 @@ class EgressStore:
 
     async def counts(self, kind: str, *name: str) -> AddressCounts:
         """Distinct and total of one group: kind `provider` (name: provider), `zone`
-        (provider, zone) or `pool` (pool)."""
-        key = ":".join((self._ns, "egress_counts", kind, *name))
-        raw = cast(dict[str, str], await self._redis.hgetall(key))
-        return _counts(int(v) for v in raw.values())
+        (provider, zone) or `pool` (pool). Two reads of one key each: no address is read."""
+        group = ":".join((kind, *name))
+        async with self._redis.pipeline(transaction=False) as pipe:
+            pipe.hlen(f"{self._ns}:egress_counts:{group}")
+            pipe.hmget(f"{self._ns}:egress_summary", f"{group}|proxies", f"{group}|shared")
+            distinct, (proxies, shared) = await pipe.execute()
+        return AddressCounts(int(distinct), int(proxies or 0), int(shared or 0))
 
     async def groups(self) -> list[tuple[str, tuple[str, ...]]]:
-        """Every group (kind, name parts) that has had an address since it last had none:
-        `<ns>:egress_groups`, added to by the egress script; groups found empty leave it."""
-        raw = cast(set[str], await self._redis.smembers(f"{self._ns}:egress_groups"))
-        out: list[tuple[str, tuple[str, ...]]] = []
-        for member in sorted(raw):
-            kind, *name = member.split(":")
-            out.append((kind, tuple(name)))
-        return out
-
-    async def forget_group(self, kind: str, *name: str) -> None:
-        """Drop an empty group from `<ns>:egress_groups` (unless it has addresses again)."""
-        key = ":".join((self._ns, "egress_counts", kind, *name))
-        if not await self._redis.exists(key):
-            await self._redis.srem(f"{self._ns}:egress_groups", ":".join((kind, *name)))
-
-
-def _counts(per_address: Iterable[int]) -> AddressCounts:
-    values = [n for n in per_address if n > 0]
-    return AddressCounts(
-        distinct=len(values), proxies=sum(values), shared=sum(1 for n in values if n > 1)
-    )
+        """Every group (kind, name parts) that has proxies with a known address."""
+        fields = cast(list[str], await self._redis.hkeys(f"{self._ns}:egress_summary"))
+        out: set[tuple[str, tuple[str, ...]]] = set()
+        for field in fields:
+            kind, *name = field.rsplit("|", 1)[0].split(":")
+            out.add((kind, tuple(name)))
+        return sorted(out)

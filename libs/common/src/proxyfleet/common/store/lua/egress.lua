@@ -37,11 +37,7 @@ redis.call('HSET', pkey, 'egress_ip', ip, 'egress_net', net)
 local members = {}
 if ip ~= '' then
   redis.call('SADD', k('egress', ip), id)
-  for _, key in ipairs(egress_count_keys(cur[3], cur[4], cur[5])) do
-    redis.call('HINCRBY', key, ip, 1)
-    -- The groups health's metric reads (`provider:<p>`, ...): no SCAN for them.
-    redis.call('SADD', k('egress_groups'), string.sub(key, #ns + 16))
-  end
+  egress_count(egress_groups(cur[3], cur[4], cur[5]), ip, 1)
   members = redis.call('SMEMBERS', k('egress', ip))
   for _, other in ipairs(members) do
     redis.call('HSET', k('proxy', other), 'egress_shared', #members)
