@@ -18,7 +18,8 @@ class HealthSettings:
     """Settings every service shares (NATS, Redis, namespace, providers config, logging)."""
     target: str = "https://www.example.com/"
     """URL fetched through each proxy's tunnel; the dev stack passes its local HTTPS target.
-    A JSON answer `{"ip": ...}` records the proxy's egress IP."""
+    A JSON answer `{"ip": ...}` gives the proxy's exit address (the API's GET /echo answers
+    so: docs/egress.md); any other answer leaves it unknown."""
     ca_file: str = ""
     """PEM bundle that verifies the target's certificate; empty: the system CAs."""
     interval: float = 5.0
