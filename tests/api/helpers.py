@@ -120,6 +120,7 @@ async def serve(app: Litestar) -> tuple[str, Callable[[], Awaitable[None]]]:
         port=port,
         log_level="warning",
         access_log=False,
+        proxy_headers=False,
         lifespan="on",
     )
     server = uvicorn.Server(config)

@@ -85,6 +85,21 @@ def test_proxies_create_ls_get_rm(cli: Cli, live_api: LiveApi) -> None:
     assert json.loads(gone.stdout)[0]["phase"] in {"deleting", "deleted"}
 
 
+def test_proxies_ls_flags_a_shared_exit_address(cli: Cli, live_api: LiveApi) -> None:
+    for pid in ("p1", "p2", "p3"):
+        live_api.ready_proxy(pid)
+    for pid, ip, shared in (("p1", "127.0.0.5", 2), ("p2", "127.0.0.5", 2), ("p3", "127.0.0.6", 1)):
+        live_api.run(live_api.registry.update(pid, egress_ip=ip, egress_shared=shared))
+    table = cli.run("proxies", "ls", token=live_api.admin_token)
+    assert table.returncode == 0, table.stderr
+    rows = {line.split()[0]: line for line in table.stdout.splitlines() if line.strip()}
+    assert "127.0.0.5 (x2)" in rows["p1"]
+    assert "127.0.0.5 (x2)" in rows["p2"]
+    assert "127.0.0.6" in rows["p3"]
+    assert "(x" not in rows["p3"]
+    assert "EGRESS" in rows["ID"]
+
+
 def test_proxies_rm_deletes_the_rest_past_one_it_cannot(cli: Cli, live_api: LiveApi) -> None:
     live_api.ready_proxy("p1")
     live_api.ready_proxy("p2")

@@ -20,6 +20,7 @@ from proxyfleet.cli.config import (
     resolve,
     write_config,
 )
+from proxyfleet.cli.proxies import egress
 from proxyfleet.client import (
     BadRequest,
     Conflict,
@@ -29,6 +30,7 @@ from proxyfleet.client import (
     Lease,
     LeasedProxy,
     NotFound,
+    Proxy,
     ServerError,
     TransportError,
     Unauthorized,
@@ -169,3 +171,14 @@ def test_an_event_line_names_the_zone_a_proxy_moved_to() -> None:
     stayed = EventData(from_="provisioning", gen=2)
     line = _line_of(Event(type="proxy.booting", id="e2", time=0.0, proxy_id="p1", data=stayed))
     assert line.endswith("p1  from=provisioning")
+
+
+def test_egress_column_says_how_many_share_the_address() -> None:
+    def proxy(ip: str, shared: int) -> Proxy:
+        return Proxy(
+            id="p", provider="local", zone="z", phase="ready", egress_ip=ip, egress_shared=shared
+        )
+
+    assert egress(proxy("1.2.3.4", 3)) == "1.2.3.4 (x3)"
+    assert egress(proxy("1.2.3.4", 1)) == "1.2.3.4"
+    assert egress(proxy("", 0)) == "-"

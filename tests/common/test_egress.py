@@ -5,7 +5,7 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from proxyfleet.common.egress import EgressSettings, network, normalize
+from proxyfleet.common.egress import EgressSettings, decide_egress, network, normalize
 from proxyfleet.common.errors import ConfigError
 from proxyfleet.common.providers_config import parse_providers_config
 
@@ -72,3 +72,44 @@ providers:
     with pytest.raises(ConfigError, match=r"providers\[0\]\.egress\.exclusive"):
         parse_providers_config(text, "p.yaml")
     assert msgspec.json.encode(EgressSettings()) == b"{}"
+
+
+@pytest.mark.parametrize(
+    ("current", "pending", "pending_n", "observed", "expected"),
+    [
+        # (ip, pending, pending_n, changed, dirty) after the probe; confirm_after = 2
+        ("1.1.1.1", "", 0, "", ("1.1.1.1", "", 0, False, False)),
+        ("1.1.1.1", "2.2.2.2", 1, "", ("1.1.1.1", "2.2.2.2", 1, False, False)),
+        ("1.1.1.1", "", 0, "1.1.1.1", ("1.1.1.1", "", 0, False, False)),
+        ("1.1.1.1", "2.2.2.2", 1, "1.1.1.1", ("1.1.1.1", "", 0, False, True)),
+        ("", "", 0, "1.1.1.1", ("1.1.1.1", "", 0, True, True)),
+        ("", "", 0, "", ("", "", 0, False, False)),
+        ("1.1.1.1", "", 0, "2.2.2.2", ("1.1.1.1", "2.2.2.2", 1, False, True)),
+        ("1.1.1.1", "2.2.2.2", 1, "2.2.2.2", ("2.2.2.2", "", 0, True, True)),
+        ("1.1.1.1", "2.2.2.2", 1, "3.3.3.3", ("1.1.1.1", "3.3.3.3", 1, False, True)),
+    ],
+)
+def test_decide_egress(
+    current: str,
+    pending: str,
+    pending_n: int,
+    observed: str,
+    expected: tuple[str, str, int, bool, bool],
+) -> None:
+    step = decide_egress(current, pending, pending_n, observed, confirm_after=2)
+    assert (step.ip, step.pending, step.pending_n, step.changed, step.dirty) == expected
+
+
+def test_decide_egress_confirms_after_n_in_a_row_and_a_flap_never_does() -> None:
+    def run(observed: list[str], confirm_after: int) -> list[bool]:
+        ip, pending, n, changes = "1.1.1.1", "", 0, []
+        for seen in observed:
+            step = decide_egress(ip, pending, n, seen, confirm_after)
+            ip, pending, n = step.ip, step.pending, step.pending_n
+            changes.append(step.changed)
+        return changes
+
+    assert run(["2.2.2.2"] * 3, 3) == [False, False, True]
+    assert run(["2.2.2.2", "", "2.2.2.2"], 2) == [False, False, True]  # unknown: no reset
+    assert not any(run(["2.2.2.2", "1.1.1.1"] * 10, 2))
+    assert run(["2.2.2.2"], 1) == [True]

@@ -34,6 +34,7 @@ from proxyfleet.common.messaging import ensure_streams, event_decoder
 from proxyfleet.common.models import Event, Phase, ProbeResult, Proxy
 from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.store.egress import EgressStore
 from proxyfleet.devstack.servers import free_port, wait_tcp
 from proxyfleet.health.prober import Prober, make_ssl_context
 from proxyfleet.health.settings import HealthSettings
@@ -86,9 +87,10 @@ class ProxyProcess:
         self.proc = None
 
 
-def _squid(connect_ports: list[int]) -> ProxyProcess:
-    """Squid with basic auth. Running as root it drops to user `proxy`, so its folder is
-    made outside pytest's private tmp tree and handed to that user."""
+def _squid(connect_ports: list[int], outgoing: str = "") -> ProxyProcess:
+    """Squid with basic auth (leaving from the loopback address `outgoing`, if given).
+    Running as root it drops to user `proxy`, so its folder is made outside pytest's
+    private tmp tree and handed to that user."""
     workdir = Path(tempfile.mkdtemp(prefix="pf-squid-"))
     port = free_port()
     digest = bcrypt.hashpw(PASSWORD.encode(), bcrypt.gensalt(rounds=4)).decode()
@@ -112,6 +114,7 @@ acl CONNECT method CONNECT
 http_access deny CONNECT !SSL_ports
 http_access allow authed
 http_access deny all
+{f"tcp_outgoing_address {outgoing}" if outgoing else ""}
 """
     )
     workdir.chmod(0o755)
@@ -320,7 +323,9 @@ def run_worker(
     """Start a health worker (its own NATS connection, like a replica); stop it on exit."""
 
     @contextlib.asynccontextmanager
-    async def run(**overrides: Any) -> AsyncIterator[HealthWorker]:
+    async def run(
+        require_ip: tuple[str, ...] = (), **overrides: Any
+    ) -> AsyncIterator[HealthWorker]:
         settings = replace(health_settings, **overrides)
         clock = SystemClock()
         client = await nats.connect(nats_url)
@@ -329,6 +334,7 @@ def run_worker(
         worker = HealthWorker(
             settings,
             registry=ProxyRegistry(redis_client, clock),
+            egress=EgressStore(redis_client, clock),
             nc=client,
             prober=Prober(
                 settings.parsed_target(),
@@ -338,6 +344,7 @@ def run_worker(
             ),
             clock=clock,
             providers=[PROVIDER],
+            require_ip=require_ip,
         )
         stop = asyncio.Event()
         task = asyncio.create_task(worker.run(stop))

@@ -218,3 +218,37 @@ async def test_a_list_older_than_an_event_neither_drops_nor_revives_a_row(
     got = await run_module(tab, ui_url, "leases.js", body)
     assert got["order"] == ["new", "old", "listed"]
     assert got["later"] == ["listed"]  # a list newer than everything is the truth
+
+
+async def test_a_shared_exit_address_gets_a_badge(tab: Tab, ui_url: str) -> None:
+    """The proxies table reads `egress_shared`: a badge when others leave through the same
+    address, none when the proxy is alone on it or its address is unknown."""
+    body = """
+        const body = document.createElement("tbody");
+        document.body.append(body);
+        const table = new m.ProxyTable(body, {canAct: () => false, onDelete() {},
+                                              onQuarantine() {}, onRelease() {}});
+        const now = Date.now() / 1000;
+        const proxy = (id, ip, shared) => ({id, provider: "local", zone: "z", phase: "ready",
+          created_at: now, egress_ip: ip, egress_shared: shared, latency_ms: 0,
+          last_probe_at: 0, leased: false});
+        table.upsert(proxy("a", "127.0.0.5", 3), now);
+        table.upsert(proxy("b", "127.0.0.6", 1), now);
+        table.upsert(proxy("c", "", 0), now);
+        const cell = (id, testid) => body.querySelector(
+          `[data-proxy-id="${id}"] [data-testid="${testid}"]`);
+        const seen = (id) => ({ip: cell(id, "egress").textContent,
+          badge: cell(id, "egress-shared").textContent,
+          shown: cell(id, "egress-shared").checkVisibility()});
+        const before = ["a", "b", "c"].map(seen);
+        table.upsert(proxy("a", "127.0.0.5", 1), now);  // the others left the address
+        return {before, after: seen("a"), events: [...m.EGRESS_EVENTS].sort()};
+    """
+    got = await run_module(tab, ui_url, "proxies.js", body)
+    assert got["before"] == [
+        {"ip": "127.0.0.5", "badge": "shared \u00d73", "shown": True},
+        {"ip": "127.0.0.6", "badge": "", "shown": False},
+        {"ip": "\u2014", "badge": "", "shown": False},
+    ]
+    assert got["after"] == {"ip": "127.0.0.5", "badge": "", "shown": False}
+    assert got["events"] == ["egress_changed", "egress_shared"]

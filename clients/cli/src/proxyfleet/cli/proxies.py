@@ -18,7 +18,7 @@ app = typer.Typer(
 
 Output = Annotated[Format, typer.Option("--output", "-o", help="table or json.")]
 COLUMNS = (
-    "ID", "PROVIDER", "ZONE", "POOL", "PHASE", "LEASED", "AGE", "LATENCY", "EGRESS IP", "REASON",
+    "ID", "PROVIDER", "ZONE", "POOL", "PHASE", "LEASED", "AGE", "LATENCY", "EGRESS", "REASON",
 )  # fmt: skip
 
 
@@ -34,9 +34,16 @@ def _row(p: Proxy) -> list[str]:
         leased,
         fmt.age(p.created_at),
         latency,
-        p.egress_ip or "-",
+        egress(p),
         p.withheld_reason if p.withheld else p.reason,
     ]
+
+
+def egress(p: Proxy) -> str:
+    """Its exit address, with `(xN)` when N proxies (itself included) share it."""
+    if not p.egress_ip:
+        return "-"
+    return f"{p.egress_ip} (x{p.egress_shared})" if p.egress_shared > 1 else p.egress_ip
 
 
 def _phase(p: Proxy) -> str:
@@ -98,7 +105,7 @@ def get(
         ["labels", ", ".join(f"{k}={v}" for k, v in proxy.labels.items()) or "-"],
         ["age", fmt.age(proxy.created_at)],
         ["last probe", _probe(proxy)],
-        ["egress ip", proxy.egress_ip or "-"],
+        ["egress ip", egress(proxy)],
     ]
     render.table(("FIELD", "VALUE"), rows)
 

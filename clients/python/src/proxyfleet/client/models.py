@@ -28,6 +28,10 @@ class Proxy(msgspec.Struct, kw_only=True):
     created_at: float = 0.0
     updated_at: float = 0.0
     egress_ip: str = ""
+    egress_net: str = ""
+    """The network of egress_ip (IPv4 /24, IPv6 /64)."""
+    egress_shared: int = 0
+    """Proxies leaving through egress_ip, this one included: above 1, shared."""
     latency_ms: float = 0.0
     last_probe_at: float = 0.0
     last_ok_at: float = 0.0

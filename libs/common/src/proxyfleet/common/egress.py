@@ -9,6 +9,7 @@ network prefixes are written here once; the Lua scripts take them as arguments.
 from __future__ import annotations
 
 import ipaddress
+from dataclasses import dataclass
 from typing import Literal
 
 import msgspec
@@ -57,3 +58,43 @@ def network(ip: str) -> str:
     address = ipaddress.ip_address(ip)
     prefix = IPV4_PREFIX if address.version == 4 else IPV6_PREFIX
     return str(ipaddress.ip_network(f"{ip}/{prefix}", strict=False))
+
+
+REVOKED_EGRESS_CHANGED = "egress_changed"
+"""The reason stored on a lease revoked because its proxy's exit address changed."""
+
+
+@dataclass(frozen=True, slots=True)
+class EgressStep:
+    """What one probe does to a proxy's address: the confirmed address after it, the
+    candidate still waiting for confirmation and how many probes in a row saw it."""
+
+    ip: str
+    pending: str
+    pending_n: int
+    changed: bool
+    """The confirmed address changed (first address included): the egress script runs."""
+    dirty: bool
+    """Something must be written (a pending-only step rides on the probe's streak write)."""
+
+
+def decide_egress(
+    current: str, pending: str, pending_n: int, observed: str, confirm_after: int
+) -> EgressStep:
+    """Hysteresis on the exit address (all addresses normalized, "" unknown).
+
+    An unknown observation changes nothing. Seeing the confirmed address again clears any
+    candidate, so an A->B->A flap starts over and never confirms B. A first address is
+    confirmed at once (nothing to revoke). A new address is confirmed once `confirm_after`
+    probes in a row saw it."""
+    if not observed:
+        return EgressStep(current, pending, pending_n, changed=False, dirty=False)
+    if observed == current:
+        dirty = bool(pending) or pending_n != 0
+        return EgressStep(current, "", 0, changed=False, dirty=dirty)
+    if not current:
+        return EgressStep(observed, "", 0, changed=True, dirty=True)
+    seen = pending_n + 1 if observed == pending else 1
+    if seen >= confirm_after:
+        return EgressStep(observed, "", 0, changed=True, dirty=True)
+    return EgressStep(current, observed, seen, changed=False, dirty=True)

@@ -28,6 +28,7 @@ from proxyfleet.api.request_metrics import request_metrics_middleware
 from proxyfleet.api.settings import ApiSettings
 from proxyfleet.api.sweeper import run_sweeper
 from proxyfleet.api.system.controller import SystemController
+from proxyfleet.api.system.echo import echo_router
 from proxyfleet.api.ui.controller import ui_router
 from proxyfleet.common.logging import get_logger
 
@@ -86,6 +87,7 @@ def create_app(settings: ApiSettings, deps: AppDeps) -> Litestar:
     handlers: list[Router | type[SystemController]] = [
         v1,
         SystemController,
+        echo_router(settings.echo_trusted_proxy),
         assets_router(),
         ui_router(),
     ]

@@ -35,6 +35,9 @@ class HttpServer:
             log_level=settings.common.log_level.lower(),
             access_log=False,
             server_header=False,
+            # The peer as connected: /echo believes X-Forwarded-For only from
+            # --echo-trusted-proxy (uvicorn would from 127.0.0.1 by default).
+            proxy_headers=False,
             lifespan="on",
         )
         self._server = _HostedServer(config)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from proxyfleet.api.system.echo import parse_trusted
 from proxyfleet.common.errors import ConfigError
 from proxyfleet.common.settings import CommonSettings, option
 from proxyfleet.common.tokens import parse_tokens
@@ -60,6 +61,11 @@ class ApiSettings:
     health's default --interval, so a stopped health service leaves no dead proxy
     grantable); keep it a few times health's --interval. 0: no check."""
 
+    echo_trusted_proxy: tuple[str, ...] = ()
+    """CIDRs of load balancers in front of the API whose X-Forwarded-For GET /echo believes
+    (the right-most untrusted address is the caller's). Repeatable, or comma-separated.
+    Default none: /echo answers the peer's address."""
+
     def check(self) -> ApiSettings:
         """These settings; ConfigError naming the setting when they cannot serve."""
         if not (self.admin_tokens or self.client_tokens or self.insecure_dev):
@@ -76,6 +82,10 @@ class ApiSettings:
             raise ConfigError(
                 f"--log-format: expected json or console, got {self.common.log_format!r}"
             )
+        try:
+            parse_trusted(self.echo_trusted_proxy)
+        except ValueError as exc:
+            raise ConfigError(f"--echo-trusted-proxy: {exc}") from None
         if not 0 < self.port < 65536:
             raise ConfigError(f"--port: expected 1..65535, got {self.port}")
         if not (math.isfinite(self.cooldown) and self.cooldown >= 0):

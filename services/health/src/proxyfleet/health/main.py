@@ -6,6 +6,7 @@ import functools
 
 from proxyfleet.common import host
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.store.egress import EgressStore
 from proxyfleet.health import loops
 from proxyfleet.health.prober import Prober
 from proxyfleet.health.settings import HealthSettings
@@ -17,13 +18,16 @@ async def build(ctx: host.Context[HealthSettings]) -> host.Parts:
     prober = Prober(
         s.parsed_target(), timeout=s.timeout, clock=ctx.clock, ssl_context=s.ssl_context()
     )
+    namespace = ctx.common.namespace
     worker = HealthWorker(
         s,
-        registry=ProxyRegistry(ctx.redis, ctx.clock, namespace=ctx.common.namespace),
+        registry=ProxyRegistry(ctx.redis, ctx.clock, namespace=namespace),
+        egress=EgressStore(ctx.redis, ctx.clock, namespace=namespace),
         nc=ctx.nats,
         prober=prober,
         clock=ctx.clock,
         providers=[p.name for p in ctx.providers.providers],
+        require_ip=[p.name for p in ctx.providers.providers if p.egress.require_ip],
     )
     return host.Parts(
         components={"worker": worker.run},

@@ -7,7 +7,7 @@ from prometheus_client import Counter, Gauge, Histogram
 from proxyfleet.common.metrics import LATENCY_BUCKETS
 from proxyfleet.common.models import Phase
 from proxyfleet.health.probe import FailureKind
-from proxyfleet.health.prober import ERROR, OK
+from proxyfleet.health.prober import ERROR, INVALID, MISSING, OK
 
 PROBE_SECONDS = Histogram(
     "proxyfleet_probe_seconds",
@@ -66,3 +66,26 @@ PROBES_BY_RESULT = {r: PROBES.labels(result=r) for r in RESULTS}
 def set_phase_counts(provider: str, counts: dict[Phase, int]) -> None:
     for phase, n in counts.items():
         PROXIES.labels(provider=provider, phase=phase.value).set(n)
+
+
+EGRESS_UNKNOWN = Counter(
+    "proxyfleet_health_egress_unknown",
+    "Good probes whose target reported no usable exit address, by reason: missing (no "
+    "JSON `ip` in the answer) or invalid (not an IP address). The address stays as it was.",
+    ["reason"],
+)
+EGRESS_CHANGES = Counter(
+    "proxyfleet_health_egress_confirmed_total",
+    "Exit addresses confirmed by this replica (a first address, or a change after "
+    "--egress-confirm-after probes in a row saw it).",
+)
+EGRESS_ADDRESSES = Gauge(
+    "proxyfleet_egress_addresses",
+    "Exit addresses per group (group: provider, zone or pool; name: the provider, "
+    "provider/zone or pool): kind distinct (addresses), proxies (proxies with a known "
+    "address) and shared (addresses with more than one proxy). distinct < proxies: some "
+    "proxies share an address.",
+    ["group", "name", "kind"],
+)
+EGRESS_UNKNOWN_REASONS = (MISSING, INVALID)
+EGRESS_UNKNOWN_BY_REASON = {r: EGRESS_UNKNOWN.labels(reason=r) for r in EGRESS_UNKNOWN_REASONS}

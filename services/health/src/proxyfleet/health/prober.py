@@ -4,10 +4,12 @@ the tunnel, one GET. Bounded by a timeout; the socket is always closed."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import ssl
 import time
 from dataclasses import dataclass
 
+from proxyfleet.common import egress
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.models import ProbeResult, Proxy
 from proxyfleet.health import probe
@@ -20,6 +22,11 @@ __all__ = ["ERROR", "OK", "Outcome", "Prober", "make_ssl_context"]
 OK = "ok"
 ERROR = "error"
 """Metric label of a probe that crashed (a bug, not a proxy failure)."""
+MISSING, INVALID = "missing", "invalid"
+"""Why a good probe has no exit address: the answer carried none, or not an IP address."""
+
+# A fleet reports a few thousand distinct addresses: each is parsed once.
+_normalize = functools.lru_cache(maxsize=8192)(egress.normalize)
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,6 +35,8 @@ class Outcome:
 
     result: ProbeResult
     kind: str
+    egress_unknown: str = ""
+    """A good probe without a usable exit address: MISSING or INVALID; else ""."""
 
 
 class Prober:
@@ -55,8 +64,11 @@ class Prober:
         conn = ProbeConnection()
         try:
             async with asyncio.timeout(self._timeout):
-                ip = await self._exchange(proxy, conn)
-            return _outcome(proxy, started_at, time.perf_counter() - start, OK, egress_ip=ip)
+                raw = await self._exchange(proxy, conn)
+            ip = _normalize(raw) if raw else ""
+            seconds = time.perf_counter() - start
+            unknown = "" if ip else (INVALID if raw else MISSING)
+            return _outcome(proxy, started_at, seconds, OK, egress_ip=ip, egress_unknown=unknown)
         except ProbeFailure as exc:
             return _outcome(proxy, started_at, time.perf_counter() - start, exc.kind, str(exc))
         except TimeoutError:
@@ -67,7 +79,7 @@ class Prober:
             conn.close()
 
     async def _exchange(self, proxy: Proxy, conn: ProbeConnection) -> str:
-        """CONNECT, TLS, GET; returns the egress IP ("" when not reported)."""
+        """CONNECT, TLS, GET; returns the egress IP as reported ("" when not)."""
         if not proxy.host or not proxy.port:
             raise ProbeFailure(FailureKind.UNREACHABLE, "proxy has no address yet")
         await conn.connect(proxy.host, proxy.port)
@@ -88,7 +100,13 @@ class Prober:
 
 
 def _outcome(
-    proxy: Proxy, started_at: float, seconds: float, kind: str, error: str = "", egress_ip: str = ""
+    proxy: Proxy,
+    started_at: float,
+    seconds: float,
+    kind: str,
+    error: str = "",
+    egress_ip: str = "",
+    egress_unknown: str = "",
 ) -> Outcome:
     result = ProbeResult(
         proxy_id=proxy.id,
@@ -98,4 +116,4 @@ def _outcome(
         error=error,
         egress_ip=egress_ip,
     )
-    return Outcome(result, kind)
+    return Outcome(result, kind, egress_unknown)

@@ -18,7 +18,8 @@ class HealthSettings:
     """Settings every service shares (NATS, Redis, namespace, providers config, logging)."""
     target: str = "https://www.example.com/"
     """URL fetched through each proxy's tunnel; the dev stack passes its local HTTPS target.
-    A JSON answer `{"ip": ...}` records the proxy's egress IP."""
+    A JSON answer `{"ip": ...}` gives the proxy's exit address (the API's GET /echo answers
+    so: docs/egress.md); any other answer leaves it unknown."""
     ca_file: str = ""
     """PEM bundle that verifies the target's certificate; empty: the system CAs."""
     interval: float = 5.0
@@ -62,6 +63,14 @@ class HealthSettings:
     handshake verified its certificate; every probe still makes a new connection, a new
     CONNECT and a (shorter) handshake. 0: a full handshake on every probe."""
 
+    egress_confirm_after: int = 2
+    """Probes in a row that must see a new exit address before it replaces the known one
+    (a first address counts at once); an address flapping between two values never
+    changes it. 1: the first probe that sees it."""
+    revoke_on_egress_change: bool = True
+    """A confirmed change of a proxy's exit address revokes its active lease (reason
+    `egress_changed`): its holder was promised the old address."""
+
     def __post_init__(self) -> None:
         self.parsed_target()
         checks: list[tuple[bool, str, float, str]] = [
@@ -88,6 +97,12 @@ class HealthSettings:
                 "0 < share <= 1",
             ),
             (self.tls_resume_for >= 0, "--tls-resume-for", self.tls_resume_for, "seconds >= 0"),
+            (
+                self.egress_confirm_after >= 1,
+                "--egress-confirm-after",
+                self.egress_confirm_after,
+                "an integer >= 1",
+            ),
         ]
         if self.loop not in LOOPS:
             raise ConfigError(f"--loop: expected one of {', '.join(LOOPS)}, got {self.loop!r}")

@@ -10,12 +10,13 @@ Three stages, joined by in-memory queues, so a slow probe never holds up the oth
   probe (N tasks) -- a fixed pool of `concurrency` tasks, each running one probe at a time.
   write (K tasks) -- `writers` tasks, each taking every result waiting (up to claim_batch):
                      publish each ProbeResult on core NATS (no flush), apply the hysteresis
-                     (`decide_after_probe`), write the streaks of all the proxies staying in
-                     their phase in one pipelined round trip (`registry.update_many`), and
-                     make each transition one by one: the registry's script appends its
-                     event (and the delete intent of a FAILED proxy) to the outbox, which
-                     the worker's relay publishes. An unhealthy proxy past its timeout
-                     stays unhealthy while most of its provider is (`may_fail_unhealthy`).
+                     of phases (`decide_after_probe`) and of exit addresses (egress.py),
+                     write the streaks of the proxies staying in their phase in one
+                     pipelined round trip (`registry.update_many`), each newly confirmed
+                     address (rare), then each transition (writes.py); the scripts append
+                     their events to the outbox, which the worker's relay publishes. An
+                     unhealthy proxy past its timeout stays unhealthy while most of its
+                     provider is (holds.py).
 
 A proxy claimed again while its previous probe is still in this process is skipped: its
 streaks must be read after the previous result is written. Across replicas the same holds
@@ -31,7 +32,7 @@ import random
 import secrets
 import socket
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 import msgspec
@@ -40,20 +41,24 @@ from nats.aio.client import Client as NatsClient
 
 from proxyfleet.common import subjects
 from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import Conflict, NotFound, StoreUnavailable
-from proxyfleet.common.lifecycle import ProbeDecision, decide_after_probe, may_fail_unhealthy
+from proxyfleet.common.egress import EgressStep
+from proxyfleet.common.errors import StoreUnavailable
+from proxyfleet.common.lifecycle import ProbeDecision, decide_after_probe
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.models import Phase, ProbeResult, Proxy
 from proxyfleet.common.relay import OutboxRelay
-from proxyfleet.common.store import ProxyRegistry, TransitionResult
+from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.store.egress import EgressStore
 from proxyfleet.health import metrics
+from proxyfleet.health.egress import EgressRecorder
+from proxyfleet.health.holds import TimeoutHolds
 from proxyfleet.health.prober import ERROR, Outcome, Prober
 from proxyfleet.health.settings import HealthSettings
+from proxyfleet.health.writes import probe_fields, transition
 
 log = get_logger("proxyfleet.health.worker")
 
 _encode = msgspec.json.Encoder().encode
-_REASON_PHASES = frozenset({Phase.FAILED, Phase.UNHEALTHY})
 
 
 class HealthWorker:
@@ -64,17 +69,21 @@ class HealthWorker:
         settings: HealthSettings,
         *,
         registry: ProxyRegistry,
+        egress: EgressStore,
         nc: NatsClient,
         prober: Prober,
         clock: Clock,
         providers: Sequence[str] = (),
         relay: OutboxRelay | None = None,
         replica: str = "",
+        require_ip: Collection[str] = (),
     ) -> None:
         """`relay`: publishes the outbox (events and intents of every transition); None
         builds one on `nc`, run by `run`. `replica`: this process's name among the
         replicas sharing the probes (default: host name, pid and a random suffix, so two
-        workers in one process count as two)."""
+        workers in one process count as two). `egress`: where confirmed exit addresses
+        are written (the registry's Redis). `require_ip`: the providers whose proxies are
+        not ready without a known exit address."""
         self.replica = replica or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
         self._settings = settings
         self._registry = registry
@@ -84,13 +93,14 @@ class HealthWorker:
         self._clock = clock
         self._providers = tuple(providers)
         self._rules = settings.hysteresis
+        self._egress = EgressRecorder(egress, settings, require_ip)
         self._todo: asyncio.Queue[Proxy] = asyncio.Queue()
         self._done: asyncio.Queue[tuple[Proxy, Outcome]] = asyncio.Queue()
         self._in_flight: set[str] = set()
         self._room = asyncio.Event()
         self._claim_ok = False
         self._relay_ok = False
-        self._holding: set[str] = set()  # providers whose unhealthy timeouts are held
+        self._holds = TimeoutHolds(registry, settings.unhealthy_max_share)
         self.probes_done = 0
         """Probes this process has recorded (tests and benchmarks read it)."""
 
@@ -212,6 +222,7 @@ class HealthWorker:
         kinds: Counter[str] = Counter()
         updates: list[tuple[str, int | None, dict[str, Any]]] = []
         moves: list[tuple[Proxy, Phase, ProbeDecision, dict[str, Any]]] = []
+        confirms: list[tuple[Proxy, EgressStep, dict[str, Any]]] = []
         may_time_out: dict[str, bool] = {}  # by provider, read once per batch
         for proxy, outcome in batch:
             result = outcome.result
@@ -222,6 +233,7 @@ class HealthWorker:
             if self._nc.is_connected:
                 with contextlib.suppress(nats.errors.Error):
                     await self._nc.publish(subjects.probe_subject(proxy.id), _encode(result))
+            step = self._egress.step(proxy, outcome)
             decision = decide_after_probe(
                 proxy.phase,
                 result.ok,
@@ -233,75 +245,35 @@ class HealthWorker:
                 error=result.error,
                 rules=self._rules,
             )
-            fields = _probe_fields(decision, result)
+            decision = self._egress.gate(proxy, decision, step, now)
+            fields = probe_fields(decision, result, step)
             timed_out = proxy.phase is Phase.UNHEALTHY and decision.next_phase is Phase.FAILED
             if decision.next_phase is None or (
-                timed_out and not await self._may_time_out(proxy.provider, may_time_out)
+                timed_out and not await self._holds.may_time_out(proxy.provider, may_time_out)
             ):
-                updates.append((proxy.id, proxy.gen, fields))
+                if step.changed:  # the egress script writes the streaks too
+                    confirms.append((proxy, step, fields))
+                else:
+                    updates.append((proxy.id, proxy.gen, fields))
             else:
+                if step.changed:  # first: a proxy turning ready has its address then
+                    confirms.append((proxy, step, {}))
                 moves.append((proxy, decision.next_phase, decision, fields))
         for kind, n in kinds.items():
             metrics.PROBES_BY_RESULT[kind].inc(n)
         # Conflict/NotFound per update: moved or removed since the claim; whoever did it
         # owns the proxy now, so those results are dropped.
         await self._registry.update_many(updates)
+        for proxy, step, fields in confirms:
+            try:
+                await self._egress.confirm(proxy, step, fields)
+            except StoreUnavailable as exc:  # confirmed again by a later probe
+                log.warning("health.egress_failed", proxy_id=proxy.id, error=str(exc))
         for proxy, phase, decision, fields in moves:
             try:
-                await self._transition(proxy, phase, decision, fields)
+                await transition(self._registry, proxy, phase, decision, fields)
             except StoreUnavailable as exc:  # the others may still get through
                 log.warning("health.transition_failed", proxy_id=proxy.id, error=str(exc))
-
-    async def _may_time_out(self, provider: str, seen: dict[str, bool]) -> bool:
-        """Whether `provider`'s unhealthy proxies may be failed for their timeout now; its
-        proxies by phase are read once per batch (`seen`). Counts every hold, and logs
-        when a provider's holds begin and end."""
-        share = self._settings.unhealthy_max_share
-        if provider not in seen:
-            counts = {} if share >= 1 else await self._registry.count_by_phase(provider)
-            seen[provider] = allowed = share >= 1 or may_fail_unhealthy(counts, share)
-            if not allowed and provider not in self._holding:
-                self._holding.add(provider)
-                log.warning(
-                    "health.unhealthy_timeout_held",
-                    provider=provider,
-                    unhealthy=counts[Phase.UNHEALTHY],
-                    ready=counts[Phase.READY],
-                    max_share=share,
-                )
-            elif allowed and provider in self._holding:
-                self._holding.discard(provider)
-                log.info("health.unhealthy_timeout_resumed", provider=provider)
-        if not seen[provider]:
-            metrics.UNHEALTHY_TIMEOUTS_HELD.labels(provider=provider).inc()
-        return seen[provider]
-
-    async def _transition(
-        self, proxy: Proxy, phase: Phase, decision: ProbeDecision, fields: dict[str, Any]
-    ) -> None:
-        fields["reason"] = decision.reason if phase in _REASON_PHASES else ""
-        try:
-            moved = await self._registry.transition(
-                proxy.id, phase, expected_gen=proxy.gen, **fields
-            )
-        except (Conflict, NotFound):
-            return  # moved or removed since the claim: whoever did it owns the proxy now
-        self._log_transition(proxy, phase, decision, moved)
-
-    def _log_transition(
-        self, proxy: Proxy, phase: Phase, decision: ProbeDecision, moved: TransitionResult
-    ) -> None:
-        metrics.TRANSITIONS.labels(phase=phase.value).inc()
-        log.info(
-            "health.proxy_transition",
-            proxy_id=proxy.id,
-            provider=proxy.provider,
-            previous=moved.previous.value,
-            phase=phase.value,
-            gen=moved.gen,
-            **({"reason": decision.reason} if decision.reason else {}),
-            **({"revoked_lease": moved.ended_lease_id} if moved.ended_lease_id else {}),
-        )
 
     # ---- gauges -------------------------------------------------------------------------
 
@@ -313,27 +285,10 @@ class HealthWorker:
                     counts = await self._registry.count_by_phase(provider)
                     metrics.set_phase_counts(provider, counts)
                 metrics.PROBE_BACKLOG.set(await self._registry.probe_backlog())
+                await self._egress.refresh_gauges()
             except StoreUnavailable as exc:  # the claim loop reports it
                 log.debug("health.stats_failed", error=str(exc) or type(exc).__name__)
             await _wait(stop, self._settings.stats_interval)
-
-
-def _probe_fields(decision: ProbeDecision, result: ProbeResult) -> dict[str, Any]:
-    """What a probe writes on its proxy: streaks, time, error; the time of the last good
-    probe, latency and egress IP when it succeeded (a failure keeps the last known ones)."""
-    fields: dict[str, Any] = {
-        "ok_streak": decision.ok_streak,
-        "fail_streak": decision.fail_streak,
-        "last_probe_at": result.time,
-        "last_probe_error": result.error,
-    }
-    if result.ok:
-        # Piggybacks on the write every probe makes already: grants read it (freshness).
-        fields["last_ok_at"] = result.time
-        fields["latency_ms"] = result.latency_ms
-        if result.egress_ip:
-            fields["egress_ip"] = result.egress_ip
-    return fields
 
 
 async def _wait(event: asyncio.Event, seconds: float) -> None:

@@ -42,6 +42,11 @@ class ProxyOut(msgspec.Struct, kw_only=True):
     created_at: float
     updated_at: float
     egress_ip: str
+    """Its confirmed exit address, as health's echo target saw it ("" unknown)."""
+    egress_net: str
+    """The network of egress_ip (an IPv4 /24 or IPv6 /64) that `subnet` exclusivity holds."""
+    egress_shared: int
+    """How many proxies (this one included) leave through egress_ip: above 1, it is shared."""
     latency_ms: float
     last_probe_at: float
     last_ok_at: float
@@ -76,6 +81,8 @@ class ProxyOut(msgspec.Struct, kw_only=True):
             created_at=p.created_at,
             updated_at=p.updated_at,
             egress_ip=p.egress_ip,
+            egress_net=p.egress_net,
+            egress_shared=p.egress_shared,
             latency_ms=p.latency_ms,
             last_probe_at=p.last_probe_at,
             last_ok_at=p.last_ok_at,

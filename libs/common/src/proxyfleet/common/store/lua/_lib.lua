@@ -52,6 +52,42 @@ local function index_marker_if_empty(now_raw)
   if redis.call('ZCARD', k('proxies')) == 0 then redis.call('SET', k('provider_index'), now_raw) end
 end
 
+-- The exit address index (written by egress.lua only): `egress:<ip>`, the ids of the
+-- proxies on a confirmed address; per group (`provider:<p>`, `zone:<p>:<z>`, `pool:<pool>`)
+-- `egress_counts:<group>`, ip -> proxies, and in `egress_summary` `<group>|proxies` and
+-- `<group>|shared` (addresses with more than one), so health's metric reads no address.
+-- Every proxy on an address keeps `egress_shared`, their number.
+local function egress_groups(provider, zone, pool)
+  local groups = { 'provider:' .. (provider or ''), 'zone:' .. (provider or '') .. ':' .. (zone or '') }
+  if pool and pool ~= '' then groups[#groups + 1] = 'pool:' .. pool end
+  return groups
+end
+local function egress_count(groups, ip, delta)
+  local summary = k('egress_summary')
+  for _, g in ipairs(groups) do
+    local n = redis.call('HINCRBY', k('egress_counts', g), ip, delta)
+    if n <= 0 then redis.call('HDEL', k('egress_counts', g), ip) end
+    if (delta > 0 and n == 2) or (delta < 0 and n == 1) then
+      redis.call('HINCRBY', summary, g .. '|shared', delta)
+    end
+    if redis.call('HINCRBY', summary, g .. '|proxies', delta) <= 0 then
+      redis.call('HDEL', summary, g .. '|proxies', g .. '|shared')
+    end
+  end
+end
+-- Takes a proxy out of the index and the counts (deleted, or its address changes); returns
+-- the address it was on ('' none).
+local function egress_forget(id)
+  local p = redis.call('HMGET', k('proxy', id), 'egress_ip', 'provider', 'zone', 'pool')
+  local ip = p[1] or ''
+  if ip == '' or redis.call('SREM', k('egress', ip), id) == 0 then return '' end
+  egress_count(egress_groups(p[2], p[3], p[4]), ip, -1)
+  local left = redis.call('SMEMBERS', k('egress', ip))
+  for _, other in ipairs(left) do redis.call('HSET', k('proxy', other), 'egress_shared', #left) end
+  redis.call('HSET', k('proxy', id), 'egress_shared', 0)
+  return ip
+end
+
 -- End a lease: tombstone it for `keep` seconds (default a day), so a late report/release
 -- gets a clear 409, and free the proxy.
 local function end_lease(lease_id, state, now, cooldown, keep)

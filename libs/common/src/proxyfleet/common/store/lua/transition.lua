@@ -28,6 +28,11 @@ for i = 11, #ARGV, 2 do
   end
 end
 if to_zone ~= '' then
+  local ip = redis.call('HGET', pkey, 'egress_ip')
+  if ip and ip ~= '' then  -- its exit address now counts in the new zone
+    egress_count({'zone:' .. (cur[3] or '') .. ':' .. from_zone}, ip, -1)
+    egress_count({'zone:' .. (cur[3] or '') .. ':' .. to_zone}, ip, 1)
+  end
   local old_key = k('avail', cur[3], from_zone)
   local score = redis.call('ZSCORE', old_key, id)
   if score then
@@ -48,6 +53,7 @@ redis.call('HINCRBY', k('counts', cur[3]), to, 1)
 if to == 'deleted' then
   index_rem(cur[3], id)
   member_rem(cur[7], id)
+  egress_forget(id)
 else
   index_add(cur[3], id)
 end

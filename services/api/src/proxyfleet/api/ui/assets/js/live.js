@@ -5,7 +5,7 @@ import { errorOf } from "./api.js";
 import { setText } from "./dom.js";
 import { addEvent, addNote } from "./feed.js";
 import { leaseChange } from "./leases.js";
-import { WITHHELD_BY_EVENT } from "./proxies.js";
+import { EGRESS_EVENTS, WITHHELD_BY_EVENT } from "./proxies.js";
 import { EventStream } from "./sse.js";
 
 const now = () => Date.now() / 1000;
@@ -78,6 +78,9 @@ export class Live {
       if (WITHHELD_BY_EVENT.has(what)) {
         const withheld = WITHHELD_BY_EVENT.get(what);
         this.proxies.setWithheld(body.proxy_id, withheld, body.data?.reason || "", now());
+      } else if (EGRESS_EVENTS.has(what)) {
+        // the others on the address count one more (or fewer): refetch them too
+        for (const other of body.data?.shared_with || []) this.proxyChanged(other);
       } else if (what !== "adopted") {
         this.proxies.setPhase(body.proxy_id, what, now());
       }

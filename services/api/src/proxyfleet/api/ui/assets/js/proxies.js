@@ -14,6 +14,9 @@ export const WITHHELD_BY_EVENT = new Map([
   ["unquarantined", ""],
 ]);
 
+/** The proxy.* events of its exit address: no phase change, a refetch. */
+export const EGRESS_EVENTS = new Set(["egress_changed", "egress_shared"]);
+
 export class ProxyTable {
   /** canAct() says whether this token may act (admin); onDelete(id) is awaited when a
    *  delete is confirmed (a second click within 5 s), onRelease(id) when Release is
@@ -92,7 +95,8 @@ export class ProxyTable {
     spark.addSample(row.samples, { t: result.time, ms: result.latency_ms, ok: result.ok }, now);
     const update = { last_probe_at: result.time, last_probe_error: result.error || "" };
     if (result.ok) update.latency_ms = result.latency_ms;
-    if (result.egress_ip) update.egress_ip = result.egress_ip;
+    // only a first address: a change counts once health confirmed it (a refetch shows it)
+    if (result.egress_ip && !row.proxy.egress_ip) update.egress_ip = result.egress_ip;
     row.proxy = { ...row.proxy, ...update };
     this.paint(row, now);
   }
@@ -119,7 +123,8 @@ export class ProxyTable {
       age: cell("num"),
       latencyText: el("span", { class: "num latency", testid: "latency" }),
       spark: spark.create(),
-      egress: el("td", { class: "mono", testid: "egress" }),
+      egress: el("span", { class: "mono", testid: "egress" }),
+      shared: el("span", { class: "badge shared", testid: "egress-shared" }),
       lease: el("td", { testid: "leased" }),
       button: el("button", { type: "button", class: "danger", testid: "delete" }),
       quarantine: el("button", {
@@ -147,7 +152,7 @@ export class ProxyTable {
       el("td", {}, row.phase, row.withheld, row.withheldReason),
       row.age,
       el("td", {}, el("div", { class: "latency-cell" }, row.spark, row.latencyText)),
-      row.egress,
+      el("td", {}, row.egress, row.shared),
       row.lease,
       el("td", {}, el("div", { class: "actions" }, row.quarantine, row.release, row.button)),
     );
@@ -214,6 +219,11 @@ export class ProxyTable {
     if (p.last_probe_error) row.latencyText.title = p.last_probe_error;
     else row.latencyText.removeAttribute("title");
     setText(row.egress, p.egress_ip || "\u2014");
+    const shared = p.egress_ip && p.egress_shared > 1 ? p.egress_shared : 0;
+    row.shared.hidden = !shared;
+    setText(row.shared, shared ? `shared \u00d7${shared}` : "");
+    if (shared) row.shared.title = `${shared} proxies leave through ${p.egress_ip}`;
+    else row.shared.removeAttribute("title");
     setText(row.lease, p.leased ? "leased" : "");
     const admin = this.canAct();
     row.button.hidden = !admin || p.phase === "deleting";
