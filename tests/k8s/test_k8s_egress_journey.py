@@ -26,10 +26,11 @@ def _two_ready_proxies_with_egress(admin: Api) -> list[dict[str, Any]]:
         done = all(p["phase"] == "ready" and p["egress_ip"] for p in got)
         return got if done else None
 
-    got = wait_for("2 ready proxies with their egress IP", known, timeout=90)
+    wait_for("2 ready proxies with their egress IP", known, timeout=90)
     took = time.monotonic() - started
     print(f"\n2 proxies ready with their egress IP {took:.1f} s after the create")
-    return got
+    # Read again: the first read of the wait may predate the second proxy's address.
+    return [admin.proxy(i) for i in ids]
 
 
 def test_pod_mode_proxies_on_one_node_record_its_one_egress_ip(
@@ -41,6 +42,8 @@ def test_pod_mode_proxies_on_one_node_record_its_one_egress_ip(
     node = fake.node_address("fake-node")
     assert [p["egress_ip"] for p in proxies] == [node, node]
     assert len({p["host"] for p in proxies}) == 2  # two pods, two pod IPs, one exit
+    # Health flags the shared exit: each proxy's address is held by both.
+    assert [p["egress_shared"] for p in proxies] == [2, 2]
 
 
 def test_host_network_proxies_record_their_own_nodes_addresses(
@@ -55,3 +58,4 @@ def test_host_network_proxies_record_their_own_nodes_addresses(
     for p in proxies:
         assert p["egress_ip"] == p["host"]
         assert 20000 <= p["port"] <= 20999
+        assert p["egress_shared"] == 1
