@@ -14,6 +14,7 @@ from typing import Annotated
 
 import msgspec
 
+from proxyfleet.common.egress import Exclusive
 from proxyfleet.common.errors import ConfigError
 from proxyfleet.common.strict_yaml import located
 
@@ -111,6 +112,10 @@ class PoolSpec(_Strict):
     autoscale: Autoscale | None = None
     quarantine: AutoQuarantine | None = None
     """Quarantine members by their `blocked` reports; None: only an admin quarantines."""
+    egress_exclusive: Exclusive | None = None
+    """What a lease on a member holds exclusively beyond the member: its exit address
+    (`ip`), the address's /24 or /64 (`subnet`) or nothing (`none`); None: each member's
+    provider's `egress.exclusive` (docs/egress.md)."""
 
     def weighted(self) -> list[PoolProvider]:
         """The providers, the shorthand expanded."""

@@ -11,9 +11,10 @@ import msgspec
 import redis.asyncio as aioredis
 
 from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import Conflict, NotFound, Unavailable
+from proxyfleet.common.errors import Conflict, NotFound
 from proxyfleet.common.models import Lease, LeaseOutcome
 from proxyfleet.common.store.codec import lease_from_hash
+from proxyfleet.common.store.egress_holds import Distinct, Exclusivity, nothing_available
 from proxyfleet.common.store.fastid import fast_id, fast_lease_id
 from proxyfleet.common.store.lease_pages import LeasePage, active_page, lease_of_proxy
 from proxyfleet.common.store.mux import ScriptMux
@@ -36,6 +37,9 @@ class GrantRequest:
     """The granting token's name: the lease's owner (renew/report/release check it)."""
     pool: str = ""
     """Only a member of this pool (a refusal is counted for its autoscale)."""
+    distinct: Distinct | None = None
+    """A proxy whose exit address (`ip`) or network (`subnet`) none of the client's other
+    active leases has (docs/egress.md)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,13 +113,17 @@ class LeaseStore:
         *,
         namespace: str = "pf",
         mux: ScriptMux | None = None,
+        exclusivity: Exclusivity | None = None,
     ) -> None:
-        """`mux`: run the scripts through a ScriptMux (pipelined; the API's hot path)."""
+        """`mux`: run the scripts through a ScriptMux (pipelined; the API's hot path).
+        `exclusivity`: the providers' modes (Exclusivity.of the providers config; default:
+        every provider in the default mode)."""
         self._redis = client
         self._clock = clock
         self.policy = policy
         self._ns = namespace
         self._scripts = Scripts(client, namespace, mux)
+        self._exclusivity = (exclusivity or Exclusivity()).script_arg()
 
     async def grant(self, req: GrantRequest, lease_id: str | None = None) -> Lease:
         """Raises Unavailable (503), Conflict (409) or NotFound (404 for a named proxy)."""
@@ -150,11 +158,13 @@ class LeaseStore:
             key.key if key else "",
             key.fingerprint if key else "",
             req.pool,
+            self._exclusivity,
+            req.distinct or "",
         )
         code = int(res[0])
         if code in (1, 2):
             lease = Lease(
-                id=lease_id if code == 1 else str(res[5]),
+                id=str(res[5]),
                 proxy_id=res[1],
                 epoch=int(res[2]),
                 holder=req.holder,
@@ -162,6 +172,7 @@ class LeaseStore:
                 client=req.client,
                 granted_at=now if code == 1 else float(res[6]),
                 expires_at=float(res[3]),
+                egress_ip=str(res[7] or ""),
             )
             provider, zone, host, port, username, password = res[4]
             proxy = GrantedProxy(
@@ -171,7 +182,8 @@ class LeaseStore:
             return lease, proxy
         if code == 0:
             retry_after = min(float(res[1]), self.policy.max_ttl)
-            raise _nothing_available(retry_after, int(res[2]), self.policy.max_probe_age)
+            skipped = int(res[2]), int(res[3]), int(res[4])
+            raise nothing_available(retry_after, *skipped, self.policy.max_probe_age)
         if code == -1:
             raise NotFound(f"proxy {req.proxy_id} not found")
         if code == -6:
@@ -280,15 +292,3 @@ class LeaseStore:
 def _code(res: list[object], index: int) -> str | None:
     """The error code a script reply carries at `index`, if any (None: the class's)."""
     return str(res[index]) if len(res) > index and res[index] else None
-
-
-def _nothing_available(retry_after: float, stale: int, max_age: float) -> Unavailable:
-    if stale == 0:
-        return Unavailable("no proxy available for this selector", retry_after)
-    # Said apart from "all busy": the usual cause is the health service not running.
-    return Unavailable(
-        f"no proxy available for this selector: {stale} skipped with no good probe in the"
-        f" last {max_age:g} s (is the health service running?)",
-        retry_after,
-        code="probe_stale",
-    )

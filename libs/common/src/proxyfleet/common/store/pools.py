@@ -98,6 +98,7 @@ class PoolStore:
             res = await self._scripts.call(
                 "pool_apply", name, owner.value, owner_ref, _spec_json.encode(spec).decode(),
                 desired, repr(self._clock.now()), fast_id("e"), gen, "spec",
+                spec.egress_exclusive or "",
             )  # fmt: skip
             code = int(res[0])
             if code in (0, 1):

@@ -89,13 +89,35 @@ local function egress_forget(id)
 end
 
 -- End a lease: tombstone it for `keep` seconds (default a day), so a late report/release
--- gets a clear 409, and free the proxy.
+-- gets a clear 409, and free the proxy and the exit address it held (egress_hold, below).
 local function end_lease(lease_id, state, now, cooldown, keep)
   local lkey = k('lease', lease_id)
-  local proxy_id = redis.call('HGET', lkey, 'proxy_id')
+  local l = redis.call('HMGET', lkey, 'proxy_id', 'state', 'egress_ip', 'egress_net',
+    'egress_net_held', 'client')
+  local proxy_id = l[1]
   redis.call('HSET', lkey, 'state', state, 'ended_at', now)
   redis.call('EXPIRE', lkey, math.max(math.ceil(tonumber(keep) or 86400), 1))
   redis.call('ZREM', k('leases'), lease_id)
+  -- Only an active lease holds an address (a second end must not count the client twice).
+  local ip, net = l[3] or '', l[4] or ''
+  if l[2] == 'active' and ip ~= '' then
+    redis.call('SREM', k('egress_held', 'ip', ip), lease_id)
+    redis.call('SREM', k('egress_held', 'net', net), lease_id)
+    redis.call('SREM', k('egress_held', 'subnet', net), lease_id)
+    -- The cooldown follows the address: another proxy on it rests too. The value, compared
+    -- with a grant's now, decides; the expiry only collects the key, long after.
+    if cooldown > 0 then
+      local until_, gc = now + cooldown, math.ceil(cooldown) + 300
+      redis.call('SET', k('egress_cool', 'ip', ip), until_, 'EX', gc)
+      if l[5] == '1' then redis.call('SET', k('egress_cool', 'net', net), until_, 'EX', gc) end
+    end
+    if l[6] and l[6] ~= '' then
+      local ckey = k('client_egress', l[6])
+      for _, f in ipairs({'ip:' .. ip, 'net:' .. net}) do
+        if redis.call('HINCRBY', ckey, f, -1) <= 0 then redis.call('HDEL', ckey, f) end
+      end
+    end
+  end
   if not proxy_id then return false end
   local pkey = k('proxy', proxy_id)
   if redis.call('HGET', pkey, 'lease_id') == lease_id then
@@ -104,6 +126,22 @@ local function end_lease(lease_id, state, now, cooldown, keep)
     if redis.call('HGET', pkey, 'phase') == 'ready' then avail_add(proxy_id, avail_at) end
   end
   return proxy_id
+end
+
+-- A granted lease holds its proxy's exit address: `egress_held:ip:<ip>` and
+-- `egress_held:net:<net>` (every lease with a known address, whatever its mode),
+-- `egress_held:subnet:<net>` (a lease that holds the whole network); and counts it in its
+-- client's `client_egress:<client>` (fields ip:<ip>, net:<net>) for `distinct` grants.
+-- end_lease, above, undoes all of it.
+local function egress_hold(lease_id, client, ip, net, holds_net)
+  redis.call('SADD', k('egress_held', 'ip', ip), lease_id)
+  redis.call('SADD', k('egress_held', 'net', net), lease_id)
+  if holds_net then redis.call('SADD', k('egress_held', 'subnet', net), lease_id) end
+  if client ~= '' then
+    local ckey = k('client_egress', client)
+    redis.call('HINCRBY', ckey, 'ip:' .. ip, 1)
+    redis.call('HINCRBY', ckey, 'net:' .. net, 1)
+  end
 end
 
 -- A lease is its owner's: a caller restricted to `owner` (a client token's name; '' for an

@@ -4,18 +4,28 @@
 --       granting token's name: the lease's owner), max_probe_age (0 = no check),
 --       idem_key ('' = none; scoped by the caller), fingerprint (of the request),
 --       pool ('' = any; a refusal for a pool counts in `pool_refused:<pool>`, which the
---       pool controller's autoscale reads)
--- -> {1, proxy_id, epoch, expires_at, {provider, zone, host, port, username, password}}
---  | {2, proxy_id, epoch, expires_at, {...}, lease_id, granted_at} a replay: the lease
---    the first grant with this key made, still active
+--       pool controller's autoscale reads), exclusivity (the mode names and each
+--       provider's mode: `ip,subnet,none;<default>;<provider>=<mode>,...`, built once by
+--       proxyfleet.common.store.egress_holds), distinct ('' | the ip or subnet mode's name:
+--       the exit address or network must be one the client holds no lease on)
+-- -> {1, proxy_id, epoch, expires_at, {provider, zone, host, port, username, password},
+--     lease_id, granted_at, egress_ip}
+--  | {2, ...the same} a replay: the lease the first grant with this key made, still active
 --  | {-6} the key was used with another request | {-7, state} its lease has ended
---  | {0, retry_after, stale} nothing available (stale: candidates skipped for their probe)
+--  | {0, retry_after, stale, not_distinct, address_taken} nothing available (counts of the
+--    candidates skipped for their probe, for `distinct`, for their held or cooling address)
 --  | {-1} no such proxy | {-3, reason, retry_after[, code]} specific proxy not grantable
 local now, lease_id, holder, target = tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
 local ttl, want, provider, zone = tonumber(ARGV[6]), ARGV[7], ARGV[8], ARGV[9]
 local labels_json, scan_limit, retry = ARGV[10], tonumber(ARGV[11]), tonumber(ARGV[12])
 local event_id, client, max_age = ARGV[13], ARGV[14], tonumber(ARGV[15]) or 0
 local idem, fingerprint, pool = ARGV[16] or '', ARGV[17] or '', ARGV[18] or ''
+local distinct = ARGV[20] or ''
+local names, default_mode, listed = string.match(ARGV[19] or '', '^([^;]*);([^;]*);(.*)$')
+if not names then return redis.error_reply('grant: malformed exclusivity argument') end
+local SUBNET, NONE = string.match(names, '^[^,]+,([^,]+),([^,]+)$')
+local provider_mode = {}
+for name, mode in string.gmatch(listed, '([^,=]+)=([^,]+)') do provider_mode[name] = mode end
 local ikey = (idem ~= '') and k('grant_idem', idem) or nil
 -- A retried grant (its first answer lost) gets the lease the first one made, as long as
 -- that lease lives: the key expires with the lease's first TTL.
@@ -28,7 +38,8 @@ if ikey then
     if l[1] ~= 'active' then return {-7, l[1] or 'expired'} end
     local got = redis.call('HMGET', k('proxy', l[2]), 'provider', 'zone', 'host', 'port',
       'username', 'password')
-    return {2, l[2], tonumber(l[3]), l[4], got, seen[2], l[5]}
+    local ip = redis.call('HGET', k('lease', seen[2]), 'egress_ip') or ''
+    return {2, l[2], tonumber(l[3]), l[4], got, seen[2], l[5], ip}
   end
 end
 
@@ -60,34 +71,110 @@ local function labels_match(id)
   return true
 end
 
-local function take(id)
+-- A candidate as the grant hands it out: what the caller gets, its epoch, and what its
+-- exit-address checks read (one HMGET).
+local function read(id)
+  return redis.call('HMGET', k('proxy', id), 'provider', 'zone', 'host', 'port', 'username',
+    'password', 'epoch', 'pool', 'egress_ip', 'egress_net')
+end
+
+-- A proxy's exclusivity: its pool's `egress_exclusive` when set (one HGET per pool per
+-- call), else its provider's from the argument, else the default.
+local pool_modes = {}
+local function mode_of(got)
+  local in_pool = got[8]
+  if in_pool and in_pool ~= '' then
+    local m = pool_modes[in_pool]
+    if not m then
+      m = redis.call('HGET', k('pool', in_pool), 'egress_exclusive') or ''
+      pool_modes[in_pool] = m
+    end
+    if m ~= '' then return m end
+  end
+  return provider_mode[got[1] or ''] or default_mode
+end
+
+local function cooling(key)
+  local until_ = tonumber(redis.call('GET', key))
+  if until_ and until_ > now then return until_ end
+  return nil
+end
+
+-- Whether the exit address is taken for a lease in `mode`: nil when free, else a refusal
+-- code and what frees it (the key of the set of leases holding it, or a cooldown's end).
+-- An unknown address holds nothing and is never taken; `none` checks nothing.
+local function address_taken(mode, ip, net)
+  if ip == '' or mode == NONE then return nil end
+  local held, cool
+  if mode == SUBNET then
+    held = k('egress_held', 'net', net)
+    if redis.call('SCARD', held) > 0 then return 'egress_held', held end
+    cool = cooling(k('egress_cool', 'net', net)) or cooling(k('egress_cool', 'ip', ip))
+  else
+    held = k('egress_held', 'ip', ip)
+    if redis.call('SCARD', held) > 0 then return 'egress_held', held end
+    held = k('egress_held', 'subnet', net)
+    if redis.call('SCARD', held) > 0 then return 'egress_held', held end
+    cool = cooling(k('egress_cool', 'ip', ip))
+  end
+  if cool then return 'egress_cooling', cool end
+  return nil
+end
+
+-- When the holds of a set end (the latest expiry among a few of its leases).
+local function holds_end(set_key)
+  local last = nil
+  for _, lid in ipairs(redis.call('SRANDMEMBER', set_key, 8)) do
+    local e = tonumber(redis.call('HGET', k('lease', lid), 'expires_at'))
+    if e and (not last or e > last) then last = e end
+  end
+  return last
+end
+
+-- `distinct`: the client already holds a lease on this exit address (or network). An
+-- unknown address cannot be shown distinct, so it never qualifies.
+local client_key = (client ~= '') and k('client_egress', client) or nil
+local function not_distinct(ip, net)
+  if distinct == '' then return false end
+  if ip == '' then return true end
+  if not client_key then return false end
+  local field = (distinct == SUBNET) and ('net:' .. net) or ('ip:' .. ip)
+  return redis.call('HEXISTS', client_key, field) == 1
+end
+
+local function take(id, got, mode)
   local pkey = k('proxy', id)
-  -- One read for the epoch and what the caller hands out with the lease (no second round
-  -- trip to read the proxy), one write for the epoch and the lease.
-  local got = redis.call('HMGET', pkey, 'provider', 'zone', 'host', 'port', 'username',
-    'password', 'epoch', 'pool')
   -- A hybrid-logical-clock epoch: above the stored one and at least the clock in ms, so
   -- after a store reset (stored epoch lost) fencing tokens still only grow.
   local epoch = math.max((tonumber(got[7]) or 0) + 1, math.floor(now * 1000))
-  local in_pool = got[8]
-  got[8] = nil
-  got[7] = nil
+  local in_pool, ip, net = got[8], got[9] or '', got[10] or ''
+  local handed = {got[1], got[2], got[3], got[4], got[5], got[6]}
   redis.call('HSET', pkey, 'epoch', epoch, 'lease_id', lease_id)
   local expires = now + ttl
   for _, key in ipairs(avail_keys(got[1], got[2], in_pool)) do redis.call('ZREM', key, id) end
   local provider_ = got[1] or ''
-  redis.call('HSET', k('lease', lease_id), 'id', lease_id, 'proxy_id', id, 'epoch', epoch,
+  local lkey = k('lease', lease_id)
+  redis.call('HSET', lkey, 'id', lease_id, 'proxy_id', id, 'epoch', epoch,
     'holder', holder, 'target', target, 'granted_at', now, 'expires_at', expires,
     'state', 'active', 'provider', provider_, 'client', client)
+  local data = {'epoch', tostring(epoch), 'holder', json_str(holder), 'target',
+    json_str(target), 'expires_at', tostring(expires)}
+  if ip ~= '' then
+    local holds_net = mode == SUBNET
+    redis.call('HSET', lkey, 'egress_ip', ip, 'egress_net', net, 'egress_mode', mode,
+      'egress_net_held', holds_net and '1' or '')
+    egress_hold(lease_id, client, ip, net, holds_net)
+    data[#data + 1] = 'egress_ip'
+    data[#data + 1] = json_str(ip)
+  end
   redis.call('ZADD', k('leases'), expires, lease_id)
   if ikey then
     redis.call('HSET', ikey, 'fp', fingerprint, 'lease', lease_id)
     redis.call('EXPIRE', ikey, math.max(math.ceil(ttl), 1))
   end
-  event('lease.granted', event_id, ARGV[2], id, provider_, lease_id, acted(client, client,
-    {'epoch', tostring(epoch), 'holder', json_str(holder), 'target', json_str(target),
-    'expires_at', tostring(expires)}))
-  return {1, id, epoch, tostring(expires), got}
+  event('lease.granted', event_id, ARGV[2], id, provider_, lease_id,
+    acted(client, client, data))
+  return {1, id, epoch, tostring(expires), handed, lease_id, ARGV[2], ip}
 end
 
 if want ~= '' then
@@ -118,7 +205,23 @@ if want ~= '' then
     return {-3, 'proxy is banned for ' .. target, tostring(until_ - now)}
   end
   if not labels_match(want) then return {-3, 'proxy does not match the selector', tostring(retry)} end
-  return take(want)
+  local got = read(want)
+  local ip, net = got[9] or '', got[10] or ''
+  if not_distinct(ip, net) then
+    return {-3, 'proxy exits through a network this client already holds a lease on',
+      tostring(retry), 'egress_not_distinct'}
+  end
+  local mode = mode_of(got)
+  local taken, frees = address_taken(mode, ip, net)
+  if taken == 'egress_held' then
+    local until_ = holds_end(frees) or (now + retry)
+    return {-3, 'proxy exits through ' .. ip .. ', held by another lease',
+      tostring(math.max(until_ - now, 0.001)), taken}
+  elseif taken then
+    return {-3, 'proxy exits through ' .. ip .. ', which is cooling down', tostring(frees - now),
+      taken}
+  end
+  return take(want, got, mode)
 end
 
 local key = k('avail')
@@ -133,13 +236,28 @@ local function where_ok(id)
   return (provider == '' or at[1] == provider) and (zone == '' or at[2] == zone)
 end
 
-local batch, offset, stale = 32, 0, 0
+local batch, offset, stale, unlike, taken_n = 32, 0, 0, 0, 0
+local FEW = 8
+local frees = {}  -- what frees the first few candidates whose address is taken
 while offset < scan_limit do
   local ids = redis.call('ZRANGE', key, '-inf', now, 'BYSCORE', 'LIMIT', offset, batch)
   for _, id in ipairs(ids) do
     if where_ok(id) and not banned(id) and labels_match(id) then
-      if fresh(id) then return take(id) end
-      stale = stale + 1
+      if fresh(id) then
+        local got = read(id)
+        local ip, net = got[9] or '', got[10] or ''
+        if not_distinct(ip, net) then
+          unlike = unlike + 1
+        else
+          local mode = mode_of(got)
+          local taken, free = address_taken(mode, ip, net)
+          if not taken then return take(id, got, mode) end
+          taken_n = taken_n + 1
+          if #frees < FEW then frees[#frees + 1] = free end
+        end
+      else
+        stale = stale + 1
+      end
     end
   end
   if #ids < batch then break end
@@ -148,9 +266,8 @@ end
 
 -- Nothing now: suggest waiting until the soonest of the next proxy leaving its cooldown
 -- and the next lease ending on a proxy the selector takes (a lower bound: bans and labels
--- are not looked at). Each list is examined up to its first few: past them, a match ends
--- no sooner than the last one examined.
-local FEW = 8
+-- are not looked at), or of an exit address a candidate waits for. Each list is examined
+-- up to its first few: past them, a match ends no sooner than the last one examined.
 -- Counted only for a declared pool (a misspelt one would leave a counter behind).
 if pool ~= '' and redis.call('EXISTS', k('pool', pool)) == 1 then
   redis.call('INCR', k('pool_refused', pool))
@@ -171,5 +288,9 @@ local lease_end = first_end(redis.call('ZRANGE', k('leases'), '-inf', '+inf', 'B
     return (provider == '' or where[1] == provider) and (zone == '' or where[2] == zone)
   end)
 if lease_end and (not soonest or lease_end < soonest) then soonest = lease_end end
+for _, free in ipairs(frees) do
+  local at = (type(free) == 'number') and free or holds_end(free)
+  if at and (not soonest or at < soonest) then soonest = at end
+end
 if soonest then retry = math.max(soonest - now, 0.001) end
-return {0, tostring(retry), stale}
+return {0, tostring(retry), stale, unlike, taken_n}

@@ -1,8 +1,10 @@
 -- Declare a pool or change its spec (create or replace, idempotent).
 -- ARGV: ns, name, owner, owner_ref, spec (JSON), desired, now, event_id, expected_gen
---       (-1: any), reason (of a change of the desired size)
+--       (-1: any), reason (of a change of the desired size), egress_exclusive (the spec's
+--       exclusivity mode, '' when it names none)
 -- The hash `pool:<name>`: spec, owner, owner_ref, gen, desired, created_at, updated_at,
--- deleting (when a delete was asked for); `pools`: every pool by creation time.
+-- deleting (when a delete was asked for), egress_exclusive (apart from the spec: the grant
+-- script reads it with one HGET); `pools`: every pool by creation time.
 -- -> {1, gen} written | {0, gen} the same spec already | {-1, owner, owner_ref} another
 --    source owns it | {-2} being deleted | {-3, gen} not at expected_gen
 local name, owner, ref, spec, desired = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
@@ -22,6 +24,11 @@ if not cur[1] then
 end
 redis.call('HSET', pkey, 'owner', owner, 'owner_ref', ref, 'spec', spec, 'gen', gen,
   'desired', desired, 'updated_at', now_raw)
+if (ARGV[11] or '') ~= '' then
+  redis.call('HSET', pkey, 'egress_exclusive', ARGV[11])
+else
+  redis.call('HDEL', pkey, 'egress_exclusive')
+end
 event('pool.applied', event_id, now_raw, '', '', '',
   {'gen', tostring(gen), 'owner', json_str(owner)}, name)
 if cur[5] ~= desired then
