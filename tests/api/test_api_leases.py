@@ -48,6 +48,7 @@ async def test_grant_returns_the_proxy_url_with_credentials(api: Api, events: Re
         "url": "http://user:s3cret-pass@127.0.0.1:4001",
         "provider": PROVIDER,
         "zone": "z1",
+        "egress_ip": "",  # health has not seen its exit address
     }
     ev = await events.event("lease.granted", lease_id=body["lease_id"])
     assert ev.proxy_id == "pg1"

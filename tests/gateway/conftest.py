@@ -34,6 +34,7 @@ from proxyfleet.common.clock import SystemClock
 from proxyfleet.common.messaging import connect_nats, ensure_streams
 from proxyfleet.common.models import Phase, Proxy
 from proxyfleet.common.pool_spec import POOL_LABEL
+from proxyfleet.common.providers_config import ProvidersConfig
 from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import LeaseStore, ProxyRegistry
 from proxyfleet.common.store.leases import LeasePolicy
@@ -135,10 +136,11 @@ StartGateway = Callable[..., Awaitable[RunningGateway]]
 async def start_gateway(
     redis_client: aioredis.Redis, redis_url: str, nats_url: str, clock: SystemClock
 ) -> AsyncIterator[StartGateway]:
-    """start_gateway(**settings) -> a gateway serving on a free port, until the test ends."""
+    """start_gateway(providers=..., **settings) -> a gateway serving on a free port (with
+    tests/api's providers config unless given), until the test ends."""
     stops: list[tuple[asyncio.Event, list[asyncio.Future[None]], Any]] = []
 
-    async def start(**overrides: Any) -> RunningGateway:
+    async def start(providers: ProvidersConfig | None = None, **overrides: Any) -> RunningGateway:
         settings = replace(
             # No drain unless a test asks: a test ending with a tunnel open need not wait.
             GatewaySettings(
@@ -153,7 +155,7 @@ async def start_gateway(
             service="gateway",
             common=CommonSettings(redis_url=redis_url, nats_url=nats_url),
             settings=settings,
-            providers=providers_config(),
+            providers=providers or providers_config(),
             clock=clock,
             stop=stop,
             nats_client=nc,

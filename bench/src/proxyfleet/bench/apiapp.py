@@ -86,8 +86,10 @@ def with_bench_script(connect: Connector, script: BenchScript) -> Connector:
     """`connect`, plus a Redis connection and ScriptMux for `script` for as long."""
 
     @asynccontextmanager
-    async def connect_with_script(settings: ApiSettings, clock: Clock) -> AsyncIterator[Backends]:
-        async with connect(settings, clock) as backends:
+    async def connect_with_script(
+        settings: ApiSettings, clock: Clock, providers: ProvidersConfig
+    ) -> AsyncIterator[Backends]:
+        async with connect(settings, clock, providers) as backends:
             redis = connect_redis(settings.common.redis_url)
             mux = ScriptMux.from_client(redis)
             lua = LuaScript(BENCH_SCRIPT)

@@ -47,7 +47,7 @@ async def _run_backends(
 ) -> None:
     """Open the backends (retried until reached), publish the services on the app's state,
     run the lease sweeper until `stop`, then close everything."""
-    async with deps.connect(settings, deps.clock) as backends:
+    async with deps.connect(settings, deps.clock, deps.providers) as backends:
         services = build_services(settings, deps, backends)
         app.state.services = services
         ready.set()

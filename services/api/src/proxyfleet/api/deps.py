@@ -23,6 +23,7 @@ from proxyfleet.common.store import (
     ScriptMux,
     connect_redis,
 )
+from proxyfleet.common.store.egress_holds import Exclusivity
 from proxyfleet.common.store.leases import LeasePolicy
 
 READINESS_TIMEOUT = 1.0
@@ -52,15 +53,18 @@ class Backends:
         return bool(self.nats.is_connected)
 
 
-Connector = Callable[[ApiSettings, Clock], AbstractAsyncContextManager[Backends]]
+Connector = Callable[[ApiSettings, Clock, ProvidersConfig], AbstractAsyncContextManager[Backends]]
 
 
 @asynccontextmanager
-async def open_backends(settings: ApiSettings, clock: Clock) -> AsyncIterator[Backends]:
+async def open_backends(
+    settings: ApiSettings, clock: Clock, providers: ProvidersConfig
+) -> AsyncIterator[Backends]:
     """Reach Redis and NATS (each tried with backoff until it answers, see
     `proxyfleet.common.host.connect`), declare the streams, run the outbox relay; on exit
     stop the relay (it publishes what is left for up to 2 s; the rest waits in the outbox
-    for another replica) and close both."""
+    for another replica) and close both. `providers`: their exclusivity modes, which every
+    grant passes to the grant script."""
     common = settings.common
     redis = connect_redis(common.redis_url)
     try:
@@ -77,6 +81,10 @@ async def open_backends(settings: ApiSettings, clock: Clock) -> AsyncIterator[Ba
             # connection (ScriptMux).
             mux = ScriptMux.from_client(redis)
             registry = ProxyRegistry(redis, clock, namespace=common.namespace, mux=mux)
+            exclusivity = Exclusivity.of(providers)
+            leases = LeaseStore(
+                redis, clock, policy, namespace=common.namespace, mux=mux, exclusivity=exclusivity
+            )
             relay = OutboxRelay(registry.outbox, nc, service="api")
             stop_relay = asyncio.Event()
             relaying = asyncio.create_task(relay.run(stop_relay))
@@ -84,7 +92,7 @@ async def open_backends(settings: ApiSettings, clock: Clock) -> AsyncIterator[Ba
                 yield Backends(
                     relay=relay,
                     registry=registry,
-                    leases=LeaseStore(redis, clock, policy, namespace=common.namespace, mux=mux),
+                    leases=leases,
                     pools=PoolStore(redis, clock, namespace=common.namespace),
                     # One attempt: a request never waits on NATS (the client may retry).
                     publisher=Publisher(nc, clock, attempts=1),

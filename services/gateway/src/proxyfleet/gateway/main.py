@@ -10,6 +10,7 @@ from proxyfleet.common import host
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.relay import OutboxRelay
 from proxyfleet.common.store import LeaseStore, PoolStore, ProxyRegistry, ScriptMux
+from proxyfleet.common.store.egress_holds import Exclusivity
 from proxyfleet.common.store.sessions import SessionStore
 from proxyfleet.gateway.auth import TokenBook
 from proxyfleet.gateway.events import LeaseFollower
@@ -42,7 +43,12 @@ def assemble(ctx: host.Context[GatewaySettings]) -> Assembly:
     # (the API's hot path does the same) rather than a pooled connection per call.
     mux = ScriptMux.from_client(ctx.redis)
     registry = ProxyRegistry(ctx.redis, ctx.clock, namespace=ns, mux=mux)
-    store = LeaseStore(ctx.redis, ctx.clock, s.policy(), namespace=ns, mux=mux)
+    # The providers' exclusivity modes, as the API passes them: a gateway grant holds exit
+    # addresses exactly as an API grant does.
+    exclusivity = Exclusivity.of(ctx.providers)
+    store = LeaseStore(
+        ctx.redis, ctx.clock, s.policy(), namespace=ns, mux=mux, exclusivity=exclusivity
+    )
     pools = PoolStore(ctx.redis, ctx.clock, namespace=ns)
     leaser = Leaser(store, registry, SessionStore(ctx.redis, namespace=ns), s, ctx.clock, pools)
     tunnels = Tunnels()

@@ -72,7 +72,10 @@ class LeaseController(Controller):
         """Lease a ready proxy: least recently used first among those matching the selector
         (provider, zone, labels, pool), not leased, not cooling down, not withheld (draining
         or quarantined) and not banned for the target. 503 + Retry-After when none is free;
-        409 + Retry-After when the named proxy is taken; 404 for an unknown pool. A ttl above the
+        409 + Retry-After when the named proxy is taken; 404 for an unknown pool. A proxy
+        whose exit address another lease holds (or that is cooling down) is skipped, by its
+        provider's or pool's exclusivity (docs/egress.md); `distinct` keeps this client's
+        leases on different exit networks. A ttl above the
         server's --max-lease-ttl is cut to it: `ttl` and `ttl_capped` say what was granted.
         See `Idempotency-Key` for safe retries."""
         body = strict(data, GrantLease)
@@ -88,6 +91,7 @@ class LeaseController(Controller):
                 labels=dict(body.labels),
                 client=request.user.name,
                 pool=body.pool or "",
+                distinct=body.distinct,
             ),
             idempotency_key=idempotency_key,
             body=body,
@@ -109,6 +113,7 @@ class LeaseController(Controller):
                 url=proxy.url(with_credentials=True),
                 provider=proxy.provider,
                 zone=proxy.zone,
+                egress_ip=lease.egress_ip,
             ),
         )
 

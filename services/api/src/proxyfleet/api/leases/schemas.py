@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 import msgspec
 
 from proxyfleet.api.fields import (
@@ -35,6 +37,10 @@ class GrantLease(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
     pool: PoolName | None = None
     """A member of this pool (404 when there is no such pool); its refusals (503) count
     towards the pool's autoscale."""
+    distinct: Literal["ip", "subnet"] | None = None
+    """A proxy whose exit network (`subnet`: its /24 or /64) or exit address (`ip`) none
+    of this client's other active leases has; a proxy whose address is not known yet never
+    qualifies. 503 (egress_not_distinct) + Retry-After when none does."""
 
 
 class LeasedProxy(msgspec.Struct, kw_only=True):
@@ -45,6 +51,8 @@ class LeasedProxy(msgspec.Struct, kw_only=True):
     """http://user:password@host:port: the only place the API shows a password."""
     provider: str
     zone: str
+    egress_ip: str = ""
+    """The address its traffic leaves from, as health last confirmed it ("" unknown)."""
 
 
 class GrantedLease(msgspec.Struct, kw_only=True):
@@ -76,7 +84,9 @@ class LeaseOut(msgspec.Struct, kw_only=True):
     expires_at: float
     reason: str = ""
     """Why a revoked lease was revoked, e.g. `proxy unhealthy: <probe error>`, `proxy
-    failed: ...`, `proxy deleted`; empty otherwise."""
+    failed: ...`, `proxy deleted`, `egress_changed`; empty otherwise."""
+    egress_ip: str = ""
+    """Its proxy's exit address when granted, which the lease holds ("" unknown)."""
 
     @classmethod
     def of(cls, lease: Lease, state: str) -> LeaseOut:
@@ -91,6 +101,7 @@ class LeaseOut(msgspec.Struct, kw_only=True):
             granted_at=lease.granted_at,
             expires_at=lease.expires_at,
             reason=lease.reason,
+            egress_ip=lease.egress_ip,
         )
 
 
