@@ -3,6 +3,7 @@ scripts; `proxyfleet lease -- CMD` holds one around a command)."""
 
 from __future__ import annotations
 
+import enum
 from itertools import islice
 from typing import Annotated
 
@@ -24,6 +25,13 @@ Epoch = Annotated[
 COLUMNS = ("LEASE", "PROXY", "EPOCH", "STATE", "HOLDER", "TARGET", "CLIENT", "EXPIRES")
 Ttl = Annotated[float | None, typer.Option(help="Seconds (default: the API's).", min=0.001)]
 Wait = Annotated[float, typer.Option(help="Seconds to wait while no proxy is free (503).", min=0)]
+
+
+class Distinct(enum.StrEnum):
+    """What `grant --distinct` keeps apart from your other active leases."""
+
+    subnet = "subnet"
+    ip = "ip"
 
 
 def row(lease: LeaseState) -> list[str]:
@@ -78,6 +86,12 @@ def grant(
         list[str] | None, typer.Option("--label", "-l", help="KEY=VALUE (repeatable).")
     ] = None,
     pool: Annotated[str | None, typer.Option(help="A member of this pool.")] = None,
+    distinct: Annotated[
+        Distinct | None,
+        typer.Option(
+            help="An exit network (subnet) or address (ip) none of your other leases has."
+        ),
+    ] = None,
     wait: Wait = 0.0,
     output: Output = Format.json,
 ) -> None:
@@ -98,18 +112,20 @@ def grant(
             zone=zone,
             labels=labels or None,
             pool=pool,
+            distinct=distinct.value if distinct else None,
         )
     if output is Format.json:
         render.emit_json(lease)
         return
     render.table(
-        ("LEASE", "EPOCH", "PROXY", "URL", "EXPIRES"),
+        ("LEASE", "EPOCH", "PROXY", "URL", "EGRESS", "EXPIRES"),
         [
             [
                 lease.lease_id,
                 str(lease.epoch),
                 lease.proxy.id,
                 lease.proxy.url,
+                lease.proxy.egress_ip or "-",
                 fmt.until(lease.expires_at),
             ]
         ],

@@ -168,7 +168,8 @@ class AsyncClient:
 
     async def grant_lease(self, *, max_wait: float | None = None, **request: Any) -> Lease:
         """Lease a proxy; request: ttl, holder, target, proxy_id, provider, zone, labels,
-        pool.
+        pool, distinct ("subnet" or "ip": an exit network or address none of this client's
+        other active leases has).
         Waits while no proxy is free (503) or the named one is busy (409 + Retry-After),
         up to max_wait. Every grant sends an Idempotency-Key, one per grant and the same on
         its retries (`idempotency_key=` to choose it), so a grant retried after a lost

@@ -7,7 +7,7 @@ import os
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, Literal, TypeVar
 
 import msgspec
 
@@ -174,6 +174,7 @@ def grant_lease(
     zone: str | None = None,
     labels: Mapping[str, str] | None = None,
     pool: str | None = None,
+    distinct: Literal["ip", "subnet"] | None = None,
     idempotency_key: str | None = None,
 ) -> Call[Lease]:
     body = _drop_none(
@@ -186,6 +187,7 @@ def grant_lease(
             "zone": zone,
             "labels": dict(labels) if labels else None,
             "pool": pool,
+            "distinct": distinct,
         }
     )
     key = idempotency_key or str(uuid.uuid4())

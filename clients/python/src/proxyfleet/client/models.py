@@ -64,6 +64,8 @@ class LeasedProxy(msgspec.Struct, kw_only=True):
     """http://user:password@host:port."""
     provider: str = ""
     zone: str = ""
+    egress_ip: str = ""
+    """The address its traffic leaves from ("" unknown, or a server that does not say)."""
 
 
 class Lease(msgspec.Struct, kw_only=True):
@@ -97,6 +99,8 @@ class LeaseState(msgspec.Struct, kw_only=True):
     target: str = ""
     client: str = ""
     reason: str = ""
+    egress_ip: str = ""
+    """The exit address the lease holds ("" unknown)."""
 
 
 class LeasePage(msgspec.Struct, kw_only=True):
