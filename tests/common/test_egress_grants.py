@@ -194,3 +194,42 @@ async def test_holds_survive_an_address_change_until_the_lease_ends(
     assert await redis_client.smembers("pf:egress_held:ip:127.0.8.1") == {lease.id}
     await leases.release(lease.id, lease.epoch)
     assert await redis_client.keys("pf:egress_held:*") == []
+
+
+async def test_each_provider_gets_its_own_mode_from_the_argument(
+    registry: ProxyRegistry, redis_client: aioredis.Redis, clock: ManualClock
+) -> None:
+    """Names that begin alike (`local`, `local-2`) are told apart; an unlisted provider
+    takes the default (`ip`)."""
+    modes = Exclusivity({"local-2": "ip", "local": "none", "other": "subnet"})
+    leases = LeaseStore(redis_client, clock, LeasePolicy(cooldown=0), exclusivity=modes)
+    for pid, provider in (("n1", "local"), ("n2", "local"), ("i1", "local-2"),
+                          ("i2", "local-2"), ("d1", "unlisted"), ("d2", "unlisted")):  # fmt: skip
+        await on_address(registry, clock, pid, f"127.0.9.{len(provider)}", provider=provider)
+    assert (await leases.grant(GrantRequest(ttl=60, proxy_id="n1"))).proxy_id == "n1"
+    assert (await leases.grant(GrantRequest(ttl=60, proxy_id="n2"))).proxy_id == "n2"
+    for first, second in (("i1", "i2"), ("d1", "d2")):
+        await leases.grant(GrantRequest(ttl=60, proxy_id=first))
+        with pytest.raises(Conflict, match="held by another lease"):
+            await leases.grant(GrantRequest(ttl=60, proxy_id=second))
+
+
+async def test_a_proxy_skipped_for_its_address_goes_to_the_back_of_the_queue(
+    registry: ProxyRegistry, redis_client: aioredis.Redis, clock: ManualClock
+) -> None:
+    """Behind every free proxy while its address is held (LRU by address); until the
+    address's cooldown ends while it cools, so later grants do not examine it again."""
+    leases = store(redis_client, clock, "ip")
+    for pid, ip in (("a", "127.0.1.1"), ("b", "127.0.1.1"), ("c", "127.0.1.3")):
+        await on_address(registry, clock, pid, ip)
+        clock.advance(1)  # LRU order: a, b, c
+    a = await leases.grant(GrantRequest(ttl=60))
+    assert a.proxy_id == "a"
+    assert (await leases.grant(GrantRequest(ttl=60))).proxy_id == "c"
+    assert await redis_client.zscore("pf:avail", "b") == clock.now()
+    await leases.release(a.id, a.epoch)
+    with pytest.raises(Unavailable) as none:  # a cools down, and b with a's address
+        await leases.grant(GrantRequest(ttl=60))
+    assert none.value.retry_after == pytest.approx(COOLDOWN)
+    assert await redis_client.zscore("pf:avail", "b") == clock.now() + COOLDOWN
+    assert await redis_client.zscore("pf:avail:local:zone-a", "b") == clock.now() + COOLDOWN

@@ -23,6 +23,7 @@ from proxyfleet.devstack.servers import start_nats, start_redis
 MODULES: dict[str, str] = {
     "api": "proxyfleet.bench.api_bench",
     "redis": "proxyfleet.bench.redis_memory",
+    "egress": "proxyfleet.bench.egress_bench",
     "health": "proxyfleet.bench.health_bench",
     "lifecycle": "proxyfleet.bench.lifecycle_bench",
     "gateway": "proxyfleet.bench.gateway_bench",

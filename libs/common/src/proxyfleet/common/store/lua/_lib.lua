@@ -144,6 +144,46 @@ local function egress_hold(lease_id, client, ip, net, holds_net)
   end
 end
 
+-- Whether an exit address is taken for a lease in `mode` (grant.lua passes the names of
+-- the subnet and none modes): nil when free, else a refusal code and what frees it (the
+-- key of the set of leases holding it, or a cooldown's end). An unknown address holds
+-- nothing and is never taken; `none` checks nothing.
+local function egress_cooling(key, now)
+  local until_ = tonumber(redis.call('GET', key))
+  if until_ and until_ > now then return until_ end
+  return nil
+end
+
+local function egress_taken(mode, ip, net, now, subnet, none)
+  if ip == '' or mode == none then return nil end
+  local held, cool
+  if mode == subnet then
+    held = k('egress_held', 'net', net)
+    if redis.call('EXISTS', held) == 1 then return 'egress_held', held end
+    cool = egress_cooling(k('egress_cool', 'net', net), now)
+      or egress_cooling(k('egress_cool', 'ip', ip), now)
+  else
+    -- Held by a lease on this address, or by one holding its whole network.
+    held = k('egress_held', 'ip', ip)
+    if redis.call('EXISTS', held) == 1 then return 'egress_held', held end
+    held = k('egress_held', 'subnet', net)
+    if redis.call('EXISTS', held) == 1 then return 'egress_held', held end
+    cool = egress_cooling(k('egress_cool', 'ip', ip), now)
+  end
+  if cool then return 'egress_cooling', cool end
+  return nil
+end
+
+-- When the holds of a set end: the latest expiry among a few of its leases.
+local function egress_holds_end(set_key)
+  local last = nil
+  for _, lid in ipairs(redis.call('SRANDMEMBER', set_key, 8)) do
+    local e = tonumber(redis.call('HGET', k('lease', lid), 'expires_at'))
+    if e and (not last or e > last) then last = e end
+  end
+  return last
+end
+
 -- A lease is its owner's: a caller restricted to `owner` (a client token's name; '' for an
 -- admin, who may act on any lease) gets "not found" for another's, so nothing tells it
 -- the lease exists. Leases from before owners were recorded have none: admins only.

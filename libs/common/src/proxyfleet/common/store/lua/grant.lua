@@ -24,8 +24,19 @@ local distinct = ARGV[20] or ''
 local names, default_mode, listed = string.match(ARGV[19] or '', '^([^;]*);([^;]*);(.*)$')
 if not names then return redis.error_reply('grant: malformed exclusivity argument') end
 local SUBNET, NONE = string.match(names, '^[^,]+,([^,]+),([^,]+)$')
-local provider_mode = {}
-for name, mode in string.gmatch(listed, '([^,=]+)=([^,]+)') do provider_mode[name] = mode end
+listed = ',' .. listed
+-- A provider's mode, looked up once per call when first needed (a plain find: the cost
+-- does not grow with the number of providers the argument lists).
+local provider_modes = {}
+local function provider_mode(name)
+  local m = provider_modes[name]
+  if not m then
+    local at = string.find(listed, ',' .. name .. '=', 1, true)
+    m = at and string.match(listed, '^[^,]+', at + #name + 2) or default_mode
+    provider_modes[name] = m
+  end
+  return m
+end
 local ikey = (idem ~= '') and k('grant_idem', idem) or nil
 -- A retried grant (its first answer lost) gets the lease the first one made, as long as
 -- that lease lives: the key expires with the lease's first TTL.
@@ -91,44 +102,7 @@ local function mode_of(got)
     end
     if m ~= '' then return m end
   end
-  return provider_mode[got[1] or ''] or default_mode
-end
-
-local function cooling(key)
-  local until_ = tonumber(redis.call('GET', key))
-  if until_ and until_ > now then return until_ end
-  return nil
-end
-
--- Whether the exit address is taken for a lease in `mode`: nil when free, else a refusal
--- code and what frees it (the key of the set of leases holding it, or a cooldown's end).
--- An unknown address holds nothing and is never taken; `none` checks nothing.
-local function address_taken(mode, ip, net)
-  if ip == '' or mode == NONE then return nil end
-  local held, cool
-  if mode == SUBNET then
-    held = k('egress_held', 'net', net)
-    if redis.call('SCARD', held) > 0 then return 'egress_held', held end
-    cool = cooling(k('egress_cool', 'net', net)) or cooling(k('egress_cool', 'ip', ip))
-  else
-    held = k('egress_held', 'ip', ip)
-    if redis.call('SCARD', held) > 0 then return 'egress_held', held end
-    held = k('egress_held', 'subnet', net)
-    if redis.call('SCARD', held) > 0 then return 'egress_held', held end
-    cool = cooling(k('egress_cool', 'ip', ip))
-  end
-  if cool then return 'egress_cooling', cool end
-  return nil
-end
-
--- When the holds of a set end (the latest expiry among a few of its leases).
-local function holds_end(set_key)
-  local last = nil
-  for _, lid in ipairs(redis.call('SRANDMEMBER', set_key, 8)) do
-    local e = tonumber(redis.call('HGET', k('lease', lid), 'expires_at'))
-    if e and (not last or e > last) then last = e end
-  end
-  return last
+  return provider_mode(got[1] or '')
 end
 
 -- `distinct`: the client already holds a lease on this exit address (or network). An
@@ -212,9 +186,9 @@ if want ~= '' then
       tostring(retry), 'egress_not_distinct'}
   end
   local mode = mode_of(got)
-  local taken, frees = address_taken(mode, ip, net)
+  local taken, frees = egress_taken(mode, ip, net, now, SUBNET, NONE)
   if taken == 'egress_held' then
-    local until_ = holds_end(frees) or (now + retry)
+    local until_ = egress_holds_end(frees) or (now + retry)
     return {-3, 'proxy exits through ' .. ip .. ', held by another lease',
       tostring(math.max(until_ - now, 0.001)), taken}
   elseif taken then
@@ -239,6 +213,18 @@ end
 local batch, offset, stale, unlike, taken_n = 32, 0, 0, 0, 0
 local FEW = 8
 local frees = {}  -- what frees the first few candidates whose address is taken
+-- A candidate skipped for its address goes to the back of the queue (after the scan: the
+-- pages must not move under it): behind every free proxy while the address is held, as if
+-- used with it (LRU by address), or until its address's cooldown ends. Left at the head,
+-- it would be examined again by every grant until then.
+local behind = {}
+local function send_back()
+  for _, b in ipairs(behind) do
+    for _, key in ipairs(avail_keys(b[2], b[3], b[4])) do
+      redis.call('ZADD', key, 'XX', b[5], b[1])
+    end
+  end
+end
 while offset < scan_limit do
   local ids = redis.call('ZRANGE', key, '-inf', now, 'BYSCORE', 'LIMIT', offset, batch)
   for _, id in ipairs(ids) do
@@ -250,10 +236,15 @@ while offset < scan_limit do
           unlike = unlike + 1
         else
           local mode = mode_of(got)
-          local taken, free = address_taken(mode, ip, net)
-          if not taken then return take(id, got, mode) end
+          local taken, free = egress_taken(mode, ip, net, now, SUBNET, NONE)
+          if not taken then
+            send_back()
+            return take(id, got, mode)
+          end
           taken_n = taken_n + 1
           if #frees < FEW then frees[#frees + 1] = free end
+          local at = (type(free) == 'number') and free or now
+          behind[#behind + 1] = {id, got[1], got[2], got[8], at}
         end
       else
         stale = stale + 1
@@ -263,6 +254,8 @@ while offset < scan_limit do
   if #ids < batch then break end
   offset = offset + batch
 end
+
+send_back()
 
 -- Nothing now: suggest waiting until the soonest of the next proxy leaving its cooldown
 -- and the next lease ending on a proxy the selector takes (a lower bound: bans and labels
@@ -289,7 +282,7 @@ local lease_end = first_end(redis.call('ZRANGE', k('leases'), '-inf', '+inf', 'B
   end)
 if lease_end and (not soonest or lease_end < soonest) then soonest = lease_end end
 for _, free in ipairs(frees) do
-  local at = (type(free) == 'number') and free or holds_end(free)
+  local at = (type(free) == 'number') and free or egress_holds_end(free)
   if at and (not soonest or at < soonest) then soonest = at end
 end
 if soonest then retry = math.max(soonest - now, 0.001) end
