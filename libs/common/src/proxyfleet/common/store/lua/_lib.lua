@@ -163,11 +163,14 @@ local function egress_taken(mode, ip, net, now, subnet, none)
     cool = egress_cooling(k('egress_cool', 'net', net), now)
       or egress_cooling(k('egress_cool', 'ip', ip), now)
   else
-    -- Held by a lease on this address, or by one holding its whole network.
+    -- Held by a lease on this address, or by one holding its whole network: one EXISTS
+    -- for both (an empty set does not exist), which of them read only when one is.
     held = k('egress_held', 'ip', ip)
-    if redis.call('EXISTS', held) == 1 then return 'egress_held', held end
-    held = k('egress_held', 'subnet', net)
-    if redis.call('EXISTS', held) == 1 then return 'egress_held', held end
+    local by_net = k('egress_held', 'subnet', net)
+    if redis.call('EXISTS', held, by_net) > 0 then
+      if redis.call('EXISTS', held) == 0 then held = by_net end
+      return 'egress_held', held
+    end
     cool = egress_cooling(k('egress_cool', 'ip', ip), now)
   end
   if cool then return 'egress_cooling', cool end
