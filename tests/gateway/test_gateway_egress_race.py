@@ -27,7 +27,7 @@ from proxyfleet.common.store import ProxyRegistry
 
 ADDRESSES = ["127.0.11.1", "127.0.11.2", "127.0.12.1", "127.0.12.2"]
 WORKERS = 60
-ROUNDS = 6
+ROUNDS = 15
 
 # One instant of the store: active leases, and how many share an exit address with an
 # earlier one of them.
@@ -92,6 +92,7 @@ async def test_no_exit_address_is_held_twice_across_apis_and_the_gateway(
             outcomes[f"api {r.status_code}"] += 1
             if r.status_code != 201:
                 assert r.status_code == 503, r.text
+                await asyncio.sleep(rng.uniform(0, 0.01))  # then try again
                 return
             body = r.json()
             await asyncio.sleep(rng.uniform(0, 0.02))
@@ -104,13 +105,13 @@ async def test_no_exit_address_is_held_twice_across_apis_and_the_gateway(
             tunnel = await raw_request(gw.port, connect_head(f"127.0.0.1:{target.port}"))
             outcomes[f"gateway {tunnel.status}"] += 1
             assert tunnel.status in (200, 503), tunnel.head
-            await asyncio.sleep(rng.uniform(0, 0.02))
+            await asyncio.sleep(rng.uniform(0, 0.02 if tunnel.status == 200 else 0.01))
             tunnel.close()
 
         async def worker(i: int) -> None:
             rng = random.Random(i)
             for _ in range(ROUNDS):
-                await (through_gateway if i % 3 == 0 else through_api)(rng)
+                await (through_gateway if i % 2 == 0 else through_api)(rng)
 
         watcher = asyncio.create_task(watch())
         try:
@@ -121,9 +122,12 @@ async def test_no_exit_address_is_held_twice_across_apis_and_the_gateway(
             for api in apis:
                 await api.aclose()
 
-    assert doubles == 0, (samples, outcomes)
-    assert samples > 50, samples
-    assert most_active == len(ADDRESSES), most_active  # every address was busy at once
-    assert outcomes["api 201"] > len(ADDRESSES), outcomes
-    assert outcomes["gateway 200"] > len(ADDRESSES), outcomes
-    assert outcomes["api 503"] + outcomes["gateway 503"] > 0, outcomes
+    seen = (samples, doubles, most_active, outcomes)
+    assert doubles == 0, seen
+    assert samples > 20, seen
+    assert most_active == len(ADDRESSES), seen  # every address was busy at once
+    # Both ways in were granted, addresses were granted again, and some grants waited.
+    assert outcomes["api 201"] > 0, seen
+    assert outcomes["gateway 200"] > 0, seen
+    assert outcomes["api 201"] + outcomes["gateway 200"] > 2 * len(ADDRESSES), seen
+    assert outcomes["api 503"] + outcomes["gateway 503"] > 0, seen
