@@ -45,12 +45,11 @@ if ikey then
   if seen[1] then
     if seen[1] ~= fingerprint then return {-6} end
     local l = redis.call('HMGET', k('lease', seen[2]), 'state', 'proxy_id', 'epoch',
-      'expires_at', 'granted_at')
+      'expires_at', 'granted_at', 'egress_ip')
     if l[1] ~= 'active' then return {-7, l[1] or 'expired'} end
     local got = redis.call('HMGET', k('proxy', l[2]), 'provider', 'zone', 'host', 'port',
       'username', 'password')
-    local ip = redis.call('HGET', k('lease', seen[2]), 'egress_ip') or ''
-    return {2, l[2], tonumber(l[3]), l[4], got, seen[2], l[5], ip}
+    return {2, l[2], tonumber(l[3]), l[4], got, seen[2], l[5], l[6] or ''}
   end
 end
 
@@ -135,8 +134,8 @@ local function take(id, got, mode)
     json_str(target), 'expires_at', tostring(expires)}
   if ip ~= '' then
     local holds_net = mode == SUBNET
-    redis.call('HSET', lkey, 'egress_ip', ip, 'egress_net', net, 'egress_mode', mode,
-      'egress_net_held', holds_net and '1' or '')
+    redis.call('HSET', lkey, 'egress_ip', ip, 'egress_net', net, 'egress_mode', mode)
+    if holds_net then redis.call('HSET', lkey, 'egress_net_held', '1') end
     egress_hold(lease_id, client, ip, net, holds_net)
     data[#data + 1] = 'egress_ip'
     data[#data + 1] = json_str(ip)
@@ -182,7 +181,8 @@ if want ~= '' then
   local got = read(want)
   local ip, net = got[9] or '', got[10] or ''
   if not_distinct(ip, net) then
-    return {-3, 'proxy exits through a network this client already holds a lease on',
+    local unit = (distinct == SUBNET) and 'a network' or 'an address'
+    return {-3, 'proxy exits through ' .. unit .. ' this client already holds a lease on',
       tostring(retry), 'egress_not_distinct'}
   end
   local mode = mode_of(got)
