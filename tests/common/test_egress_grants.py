@@ -191,7 +191,7 @@ async def test_holds_survive_an_address_change_until_the_lease_ends(
     await on_address(registry, clock, "a", "127.0.8.1")
     lease = await leases.grant(GrantRequest(ttl=60, proxy_id="a"))
     await registry.update("a", egress_ip="127.0.8.2", egress_net=network("127.0.8.2"))
-    assert await redis_client.smembers("pf:egress_held:ip:127.0.8.1") == {lease.id}
+    assert await redis_client.hkeys("pf:egress_held:ip:127.0.8.1") == [lease.id]
     await leases.release(lease.id, lease.epoch)
     assert await redis_client.keys("pf:egress_held:*") == []
 

@@ -3,9 +3,10 @@ explains a grant it could not make.
 
 The holds themselves live in Redis, written by the lease scripts (grant.lua takes them,
 `end_lease` in _lib.lua gives them back): `egress_held:ip:<ip>`, `egress_held:net:<net>`
-and `egress_held:subnet:<net>` (sets of lease ids), `egress_cool:ip:<ip>` and
-`egress_cool:net:<net>` (cooldown ends), `client_egress:<client>` (a client's addresses
-and networks, counted, for `distinct` grants). docs/egress.md says what each mode holds.
+and `egress_held:subnet:<net>` (sets of lease ids, kept as hashes: field the lease id,
+value 1), `egress_cool:ip:<ip>` and `egress_cool:net:<net>` (cooldown ends),
+`client_egress:<client>` (a client's addresses and networks, counted, for `distinct`
+grants). docs/egress.md says what each mode holds.
 """
 
 from __future__ import annotations

@@ -101,9 +101,9 @@ local function end_lease(lease_id, state, now, cooldown, keep)
   -- Only an active lease holds an address (a second end must not count the client twice).
   local ip, net = l[3] or '', l[4] or ''
   if l[2] == 'active' and ip ~= '' then
-    redis.call('SREM', k('egress_held', 'ip', ip), lease_id)
-    redis.call('SREM', k('egress_held', 'net', net), lease_id)
-    redis.call('SREM', k('egress_held', 'subnet', net), lease_id)
+    redis.call('HDEL', k('egress_held', 'ip', ip), lease_id)
+    redis.call('HDEL', k('egress_held', 'net', net), lease_id)
+    redis.call('HDEL', k('egress_held', 'subnet', net), lease_id)
     -- The cooldown follows the address: another proxy on it rests too. The value, compared
     -- with a grant's now, decides; the expiry only collects the key, long after.
     if cooldown > 0 then
@@ -130,13 +130,15 @@ end
 
 -- A granted lease holds its proxy's exit address: `egress_held:ip:<ip>` and
 -- `egress_held:net:<net>` (every lease with a known address, whatever its mode),
--- `egress_held:subnet:<net>` (a lease that holds the whole network); and counts it in its
--- client's `client_egress:<client>` (fields ip:<ip>, net:<net>) for `distinct` grants.
+-- `egress_held:subnet:<net>` (a lease that holds the whole network), each a set of lease
+-- ids kept as a HASH (field: the lease id, value 1: a small hash is a listpack, 120 bytes
+-- for one lease where a SET is a hashtable of 232); and counts it in its client's
+-- `client_egress:<client>` (fields ip:<ip>, net:<net>) for `distinct` grants.
 -- end_lease, above, undoes all of it.
 local function egress_hold(lease_id, client, ip, net, holds_net)
-  redis.call('SADD', k('egress_held', 'ip', ip), lease_id)
-  redis.call('SADD', k('egress_held', 'net', net), lease_id)
-  if holds_net then redis.call('SADD', k('egress_held', 'subnet', net), lease_id) end
+  redis.call('HSET', k('egress_held', 'ip', ip), lease_id, 1)
+  redis.call('HSET', k('egress_held', 'net', net), lease_id, 1)
+  if holds_net then redis.call('HSET', k('egress_held', 'subnet', net), lease_id, 1) end
   if client ~= '' then
     local ckey = k('client_egress', client)
     redis.call('HINCRBY', ckey, 'ip:' .. ip, 1)
@@ -180,7 +182,7 @@ end
 -- When the holds of a set end: the latest expiry among a few of its leases.
 local function egress_holds_end(set_key)
   local last = nil
-  for _, lid in ipairs(redis.call('SRANDMEMBER', set_key, 8)) do
+  for _, lid in ipairs(redis.call('HRANDFIELD', set_key, 8)) do
     local e = tonumber(redis.call('HGET', k('lease', lid), 'expires_at'))
     if e and (not last or e > last) then last = e end
   end
