@@ -16,8 +16,11 @@ from proxyfleet.devstack.servers import free_port
 from proxyfleet.devstack.stack import Stack, StackOptions, _bin
 
 
-def gcp_provider_yaml(endpoint: str, project: str, target_port: int, in_flight: int) -> str:
-    return f"""  - name: gcp
+def gcp_provider_yaml(
+    endpoint: str, project: str, target_port: int, in_flight: int, extra: str = ""
+) -> str:
+    return (
+        f"""  - name: gcp
     type: gcp
     zones: [us-a, us-b]
     boot_timeout: 30
@@ -32,12 +35,16 @@ def gcp_provider_yaml(endpoint: str, project: str, target_port: int, in_flight: 
       sweep_min_age: 1
       sweep_interval: 1
 """
+        + extra
+    )
 
 
 @contextmanager
 def gcp_stack(
-    fake: Any, nats_url: str, redis_url: str, db: int, in_flight: int = 16
+    fake: Any, nats_url: str, redis_url: str, db: int, in_flight: int = 16, extra_gcp: str = ""
 ) -> Iterator[Stack]:
+    """The whole system on the fake GCE; `extra_gcp`: more keys of the provider's `gcp:`
+    section (YAML lines indented by six)."""
     base = Path(tempfile.mkdtemp(prefix="proxyfleet-gcp-"))
     base.chmod(0o711)  # Squid run as root drops to `proxy`: the path must be traversable
     target_port = free_port()
@@ -55,7 +62,9 @@ def gcp_stack(
         echo=None,
         installation_id=f"gcp-e2e-{db}",
         target_port=target_port,
-        extra_providers=gcp_provider_yaml(fake.endpoint, fake.project, target_port, in_flight),
+        extra_providers=gcp_provider_yaml(
+            fake.endpoint, fake.project, target_port, in_flight, extra_gcp
+        ),
         extra_services={
             "provisioner-gcp": [
                 _bin("proxyfleet-provisioner-gcp"),
