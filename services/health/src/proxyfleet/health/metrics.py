@@ -69,7 +69,7 @@ def set_phase_counts(provider: str, counts: dict[Phase, int]) -> None:
 
 
 EGRESS_UNKNOWN = Counter(
-    "proxyfleet_health_egress_unknown",
+    "proxyfleet_health_egress_unknown_total",
     "Good probes whose target reported no usable exit address, by reason: missing (no "
     "JSON `ip` in the answer) or invalid (not an IP address). The address stays as it was.",
     ["reason"],
