@@ -1,6 +1,8 @@
 """The whole system through provisioner-gcp (a process) and the fake GCE: API create →
 provisioner-gcp → fake GCE → real Squid ← health's real CONNECT → ready → lease → a page
 fetched through it → a preempted spot VM fails its proxy → delete → nothing left in the fake.
+VMs behind Cloud NAT (`external_ip: false`) share one exit address: flagged as shared by
+health, and never leased together (exclusivity by `ip`, the default).
 And 100 proxies in one request, with the bound on operations in flight respected."""
 
 from __future__ import annotations
@@ -9,6 +11,7 @@ import json
 import ssl
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -112,3 +115,34 @@ def test_a_hundred_proxies_in_one_request(fake: FakeGce, nats_url: str, redis_ur
         assert len(fake.instances()) == 100
         assert inserts <= bound
         assert took < 120  # generous: the target is 30 s (the figure is printed above)
+
+
+def test_proxies_behind_cloud_nat_are_flagged_and_never_leased_together(
+    fake: FakeGce, nats_url: str, redis_url: str
+) -> None:
+    nat = fake.settings.cloud_nat_address
+    with gcp_stack(fake, nats_url, redis_url, db=9, extra_gcp="      external_ip: false\n") as st:
+        admin = Api(st.api_url, st.admin_token)
+        client = Api(st.api_url, st.client_token)
+        r = admin.http.post("/v1/proxies", json={"provider": "gcp", "count": 2})
+        assert r.status_code == 202, r.text
+        ids = [p["id"] for p in r.json()["items"]]
+
+        def both_known() -> bool:
+            got = [admin.proxy(i) for i in ids]
+            return all(p["phase"] == "ready" and p["egress_ip"] for p in got)
+
+        wait_for("2 ready gcp proxies with their exit address", both_known, timeout=60)
+        proxies: list[dict[str, Any]] = [admin.proxy(i) for i in ids]
+        assert [p["egress_ip"] for p in proxies] == [nat, nat]
+        assert [p["egress_shared"] for p in proxies] == [2, 2]
+        assert nat not in {p["host"] for p in proxies}  # reached at their internal addresses
+        assert all(v["natIP"] is None for v in fake.instances())
+
+        first = client.http.post("/v1/leases", json={"ttl": 60, "holder": "nat-1"})
+        assert first.status_code == 201, first.text
+        assert first.json()["proxy"]["egress_ip"] == nat
+        second = client.http.post("/v1/leases", json={"ttl": 60, "holder": "nat-2"})
+        assert second.status_code == 503, second.text
+        assert "Retry-After" in second.headers
+        assert "1 skipped for an exit address another lease holds" in second.json()["message"]

@@ -11,8 +11,7 @@ import redis.asyncio as aioredis
 
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.egress import REVOKED_EGRESS_CHANGED, network
-from proxyfleet.common.errors import Conflict, NotFound
-from proxyfleet.common.store.codec import encode_value
+from proxyfleet.common.store.codec import encode_value, raise_proxy_refusal
 from proxyfleet.common.store.fastid import fast_id
 from proxyfleet.common.store.mux import ScriptMux
 from proxyfleet.common.store.outage import translates_outages
@@ -92,13 +91,7 @@ class EgressStore:
             SHARED_WITH_MAX,
             *flat,
         )
-        code = int(res[0])
-        if code == -1:
-            raise NotFound(f"proxy {proxy_id} not found")
-        if code == -2:
-            raise Conflict(f"proxy {proxy_id} changed (generation {res[1]}, phase {res[2]})")
-        if code == -3:
-            raise Conflict(f"proxy {proxy_id} is {res[2]}: its address is not recorded")
+        raise_proxy_refusal(proxy_id, res, "its address is not recorded")
         return EgressWrite(gen=int(res[1]), ended_lease_id=str(res[2]), shared=int(res[3]))
 
     async def proxies_on(self, ip: str) -> set[str]:

@@ -10,7 +10,7 @@ from typing import Any, cast
 import redis.asyncio as aioredis
 
 from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import Conflict, NotFound, StoreError
+from proxyfleet.common.errors import Conflict, StoreError
 from proxyfleet.common.lifecycle import ALLOWED
 from proxyfleet.common.models import Phase, Proxy
 from proxyfleet.common.store.codec import (
@@ -18,6 +18,7 @@ from proxyfleet.common.store.codec import (
     pairs_to_dict,
     proxy_from_hash,
     proxy_to_hash,
+    raise_proxy_refusal,
 )
 from proxyfleet.common.store.creates import (
     Created,
@@ -331,13 +332,7 @@ class ProxyRegistry:
 
 def _decode(proxy_id: str, to: str, res: list[Any]) -> TransitionResult:
     """The transition script's reply, or the NotFound/Conflict it stands for."""
-    code = int(res[0])
-    if code == -1:
-        raise NotFound(f"proxy {proxy_id} not found")
-    if code == -2:
-        raise Conflict(f"proxy {proxy_id} changed (generation {res[1]}, phase {res[2]})")
-    if code == -3:
-        raise Conflict(f"proxy {proxy_id} is {res[2]}: cannot move to {to}")
-    if code == -4:
+    raise_proxy_refusal(proxy_id, res, f"cannot move to {to}")
+    if int(res[0]) == -4:
         raise Conflict(f"proxy {proxy_id} is leased (lease {res[3]})")
     return TransitionResult(gen=int(res[1]), previous=Phase(res[2]), ended_lease_id=res[3])
