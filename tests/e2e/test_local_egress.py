@@ -41,3 +41,34 @@ def test_health_sees_each_proxy_s_own_address_or_the_shared_one(stack: Stack) ->
     )
     assert r.status_code == 400
     assert "placement.egress_address" in r.json()["message"]
+
+    # Exclusive by address (`ip`, the default): the two proxies on SHARED never at once.
+    client = Api(stack.api_url, stack.client_token)
+    first = client.http.post("/v1/leases", json={"proxy_id": ids[2], "ttl": 30})
+    assert first.status_code == 201, first.text
+    assert first.json()["proxy"]["egress_ip"] == SHARED
+    held = client.http.post("/v1/leases", json={"proxy_id": ids[3], "ttl": 30})
+    assert held.status_code == 409, held.text
+    assert held.json()["error"] == "egress_held"
+    assert "Retry-After" in held.headers
+
+    # Diversity: this client's next lease leaves from another /24 than SHARED's.
+    third = client.http.post("/v1/leases", json={"distinct": "subnet", "ttl": 30})
+    assert third.status_code == 201, third.text
+    assert third.json()["proxy"]["egress_ip"] in (own_a, own_b)
+    fourth = client.http.post("/v1/leases", json={"distinct": "subnet", "ttl": 30})
+    if _net(own_a) == _net(own_b):  # both by-port addresses in one /24: no network left
+        assert fourth.status_code == 503, fourth.text
+        assert fourth.json()["error"] == "egress_not_distinct"
+    else:
+        assert fourth.status_code == 201, fourth.text
+    for lease in (first, third, fourth):
+        if lease.status_code == 201:
+            body = lease.json()
+            path = f"/v1/leases/{body['lease_id']}/release"
+            r = client.http.post(path, json={"epoch": body["epoch"]})
+            assert r.status_code == 200, r.text
+
+
+def _net(ip: str) -> ipaddress.IPv4Network:
+    return ipaddress.IPv4Network(f"{ip}/24", strict=False)
