@@ -28,6 +28,7 @@ from proxyfleet.common.messaging import connect_nats
 from proxyfleet.common.models import Event, Phase, Proxy
 from proxyfleet.common.pool_spec import POOL_LABEL
 from proxyfleet.common.store import ProxyRegistry, connect_redis
+from proxyfleet.common.store.egress import EgressStore
 
 T = TypeVar("T")
 PROXY_PASSWORD = "s3cret-pass"
@@ -44,6 +45,8 @@ class LiveApi:
     loop: asyncio.AbstractEventLoop
     registry: ProxyRegistry
     nats: NatsClient
+    egress: EgressStore
+    """Confirms exit addresses as health does (tests that need shared ones)."""
     admin_token: str = ADMIN
     client_token: str = CLIENT
     events: list[Event] = field(default_factory=list)
@@ -137,7 +140,14 @@ def live_api(redis_url: str, nats_url: str) -> Iterator[LiveApi]:
             await nc.close()
             await redis.aclose()
 
-        live = LiveApi(url, loop, ProxyRegistry(redis, SystemClock()), nc, events=events)
+        live = LiveApi(
+            url,
+            loop,
+            ProxyRegistry(redis, SystemClock()),
+            nc,
+            EgressStore(redis, SystemClock()),
+            events=events,
+        )
         return live, stop
 
     live, stop = asyncio.run_coroutine_threadsafe(start(), loop).result(30)

@@ -88,8 +88,8 @@ def test_proxies_create_ls_get_rm(cli: Cli, live_api: LiveApi) -> None:
 def test_proxies_ls_flags_a_shared_exit_address(cli: Cli, live_api: LiveApi) -> None:
     for pid in ("p1", "p2", "p3"):
         live_api.ready_proxy(pid)
-    for pid, ip, shared in (("p1", "127.0.0.5", 2), ("p2", "127.0.0.5", 2), ("p3", "127.0.0.6", 1)):
-        live_api.run(live_api.registry.update(pid, egress_ip=ip, egress_shared=shared))
+    for pid, ip in (("p1", "127.0.0.5"), ("p2", "127.0.0.5"), ("p3", "127.0.0.6")):
+        live_api.run(live_api.egress.confirm(pid, ip))
     table = cli.run("proxies", "ls", token=live_api.admin_token)
     assert table.returncode == 0, table.stderr
     rows = {line.split()[0]: line for line in table.stdout.splitlines() if line.strip()}

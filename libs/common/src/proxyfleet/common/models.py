@@ -80,7 +80,8 @@ class Proxy(msgspec.Struct, kw_only=True):
     egress_pending_n: int = 0
     """How many probes in a row saw egress_pending."""
     egress_shared: int = 0
-    """How many proxies (itself included) leave through egress_ip: above 1, it is shared."""
+    """How many proxies (itself included) leave through egress_ip: above 1, it is shared.
+    Read from the address index with the proxy, never stored on it."""
     pool: str = ""
     """The pool it belongs to ("" for a one-off proxy); also its `proxyfleet-pool` label."""
     withheld: Withheld = Withheld.NO

@@ -51,12 +51,24 @@ class ProxyFilter:
 
 
 async def read_proxies(redis: aioredis.Redis, ns: str, ids: list[str]) -> list[Proxy | None]:
-    """The proxies of `ids`, one pipelined round trip (None: no such hash)."""
+    """The proxies of `ids`, one pipelined round trip (None: no such hash), and a second
+    for how many proxies share each exit address among them (`egress_shared`: the size of
+    the address's index set, which no script writes on each member)."""
     async with redis.pipeline(transaction=False) as pipe:
         for pid in ids:
             pipe.hgetall(f"{ns}:proxy:{pid}")
         rows = cast(list[dict[str, str]], await pipe.execute())
-    return [proxy_from_hash(r) if r else None for r in rows]
+    proxies = [proxy_from_hash(r) if r else None for r in rows]
+    addresses = sorted({p.egress_ip for p in proxies if p is not None and p.egress_ip})
+    if addresses:
+        async with redis.pipeline(transaction=False) as pipe:
+            for ip in addresses:
+                pipe.scard(f"{ns}:egress:{ip}")
+            sizes = dict(zip(addresses, cast(list[int], await pipe.execute()), strict=True))
+        for p in proxies:
+            if p is not None:
+                p.egress_shared = sizes.get(p.egress_ip, 0)
+    return proxies
 
 
 async def proxy_page(

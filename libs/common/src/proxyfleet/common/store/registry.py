@@ -125,8 +125,7 @@ class ProxyRegistry:
         return None if code < 0 else code == 1
 
     async def get(self, proxy_id: str) -> Proxy | None:
-        data = cast(dict[str, str], await self._redis.hgetall(self._key("proxy", proxy_id)))
-        return proxy_from_hash(data) if data else None
+        return (await read_proxies(self._redis, self._ns, [proxy_id]))[0]
 
     async def get_many(self, proxy_ids: list[str]) -> list[Proxy | None]:
         return await read_proxies(self._redis, self._ns, proxy_ids)

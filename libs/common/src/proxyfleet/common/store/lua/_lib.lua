@@ -56,7 +56,9 @@ end
 -- proxies on a confirmed address; per group (`provider:<p>`, `zone:<p>:<z>`, `pool:<pool>`)
 -- `egress_counts:<group>`, ip -> proxies, and in `egress_summary` `<group>|proxies` and
 -- `<group>|shared` (addresses with more than one), so health's metric reads no address.
--- Every proxy on an address keeps `egress_shared`, their number.
+-- How many share an address is the size of its set, read when proxies are read: never
+-- written on each member (that would make one proxy's move cost one write per proxy
+-- already on the address: quadratic for a fleet behind one NAT).
 local function egress_groups(provider, zone, pool)
   local groups = { 'provider:' .. (provider or ''), 'zone:' .. (provider or '') .. ':' .. (zone or '') }
   if pool and pool ~= '' then groups[#groups + 1] = 'pool:' .. pool end
@@ -82,9 +84,6 @@ local function egress_forget(id)
   local ip = p[1] or ''
   if ip == '' or redis.call('SREM', k('egress', ip), id) == 0 then return '' end
   egress_count(egress_groups(p[2], p[3], p[4]), ip, -1)
-  local left = redis.call('SMEMBERS', k('egress', ip))
-  for _, other in ipairs(left) do redis.call('HSET', k('proxy', other), 'egress_shared', #left) end
-  redis.call('HSET', k('proxy', id), 'egress_shared', 0)
   return ip
 end
 

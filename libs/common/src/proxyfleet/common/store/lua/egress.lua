@@ -4,8 +4,7 @@
 --       revoke ('1': end the proxy's active lease when an old address is replaced),
 --       revoke_reason, shared_with_max, field, value, ... (the probe's streak fields)
 -- Moves the proxy between the address index sets and count hashes (_lib.lua
--- egress_forget), refreshes `egress_shared` on every proxy of the old and new address,
--- and appends proxy.egress_changed (old -> new, when there was an old address),
+-- egress_forget; constant work however many proxies share the address), and appends proxy.egress_changed (old -> new, when there was an old address),
 -- proxy.egress_shared (when others leave through the new one) and lease.revoked.
 -- -> {1, gen, ended_lease_id, shared} | {-1} missing | {-2, gen, phase} stale gen
 --    | {-3, gen, phase} not a probed phase (going away: its address no longer counts)
@@ -29,19 +28,16 @@ else
 end
 local old = cur[7] or ''
 if ip == old then
-  return {1, gen, '', tonumber(redis.call('HGET', pkey, 'egress_shared')) or 0}
+  return {1, gen, '', (ip ~= '') and redis.call('SCARD', k('egress', ip)) or 0}
 end
 
 egress_forget(id)
 redis.call('HSET', pkey, 'egress_ip', ip, 'egress_net', net)
-local members = {}
+local shared = 0
 if ip ~= '' then
   redis.call('SADD', k('egress', ip), id)
   egress_count(egress_groups(cur[3], cur[4], cur[5]), ip, 1)
-  members = redis.call('SMEMBERS', k('egress', ip))
-  for _, other in ipairs(members) do
-    redis.call('HSET', k('proxy', other), 'egress_shared', #members)
-  end
+  shared = redis.call('SCARD', k('egress', ip))
 end
 
 local provider = cur[3] or ''
@@ -49,9 +45,10 @@ if old ~= '' then
   event('proxy.egress_changed', event_id, now_raw, id, provider, '',
     {'egress_ip', json_str(ip), 'from_egress_ip', json_str(old)})
 end
-if #members > 1 then
+if shared > 1 then
+  -- A few of the others, not all: bounded however large the set.
   local others = {}
-  for _, other in ipairs(members) do
+  for _, other in ipairs(redis.call('SRANDMEMBER', k('egress', ip), shared_max + 1)) do
     if other ~= id and #others < shared_max then others[#others + 1] = json_str(other) end
   end
   event('proxy.egress_shared', event_id, now_raw, id, provider, '',
@@ -69,4 +66,4 @@ if revoke and old ~= '' and lease_id ~= '' then
   event('lease.revoked', event_id, now_raw, id, provider, ended,
     acted(owner, '', {'reason', json_str(reason)}))
 end
-return {1, gen, ended, #members}
+return {1, gen, ended, shared}
