@@ -25,6 +25,9 @@ ALLOWED: dict[Phase, frozenset[Phase]] = {
 
 # Phases in which a proxy has (or may have) a running resource that health should watch.
 PROBED: frozenset[Phase] = frozenset({Phase.BOOTING, Phase.READY, Phase.UNHEALTHY})
+# Phases that count towards a provider's max_proxies: the proxy holds, or will hold, a
+# resource (failed ones have asked for their delete).
+COUNTED: frozenset[Phase] = frozenset(set(Phase) - {Phase.FAILED, Phase.DELETED})
 # Phases from which an admin delete makes sense.
 DELETABLE: frozenset[Phase] = frozenset(set(Phase) - {Phase.DELETING, Phase.DELETED})
 TERMINAL: frozenset[Phase] = frozenset({Phase.DELETED})

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 
 from proxyfleet.common.errors import Conflict, NotFound, ProviderError, StoreUnavailable
+from proxyfleet.common.lifecycle import PROBED
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.models import Phase
 from proxyfleet.common.store import ProxyRegistry
@@ -15,7 +16,6 @@ from proxyfleet.provisioner_gcp.metrics import PREEMPTED
 from proxyfleet.provisioner_gcp.pure.preemption import Running, lost
 
 log = get_logger("proxyfleet.gcp")
-HAS_VM = (Phase.BOOTING, Phase.READY, Phase.UNHEALTHY)
 
 
 class PreemptionWatcher:
@@ -58,7 +58,7 @@ class PreemptionWatcher:
 
     async def _running(self) -> list[Running]:
         out: list[Running] = []
-        for phase in HAS_VM:
+        for phase in sorted(PROBED):
             cursor = ""
             while True:
                 page, cursor = await self._registry.page(

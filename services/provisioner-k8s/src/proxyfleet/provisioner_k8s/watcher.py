@@ -9,6 +9,7 @@ import asyncio
 import contextlib
 
 from proxyfleet.common.errors import Conflict, NotFound, ProviderError, StoreUnavailable
+from proxyfleet.common.lifecycle import PROBED
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.models import Phase
 from proxyfleet.common.store import ProxyRegistry
@@ -18,7 +19,6 @@ from proxyfleet.provisioner_k8s.pure import names
 from proxyfleet.provisioner_k8s.pure.pods import PodState
 
 log = get_logger("proxyfleet.k8s")
-HAS_POD = (Phase.BOOTING, Phase.READY, Phase.UNHEALTHY)
 GONE_REASON = "pod gone: deleted outside Proxyfleet"
 
 
@@ -81,7 +81,7 @@ class PodFailureWatcher:
 
     async def _running(self) -> list[tuple[str, int]]:
         out: list[tuple[str, int]] = []
-        for phase in HAS_POD:
+        for phase in sorted(PROBED):
             cursor = ""
             while True:
                 page, cursor = await self._registry.page(

@@ -26,8 +26,7 @@ end
 if max >= 0 then
   -- proxies that hold or will hold resources; the counts are kept by create and
   -- transition, so this check and the writes below are one atomic step
-  local c = redis.call('HMGET', k('counts', provider), 'pending', 'provisioning', 'booting',
-    'ready', 'unhealthy', 'deleting')
+  local c = redis.call('HMGET', k('counts', provider), unpack(COUNTED))
   local existing = 0
   for _, v in ipairs(c) do existing = existing + (tonumber(v) or 0) end
   if existing + n > max then return {-5, existing, max} end

@@ -17,7 +17,7 @@ local cur = redis.call('HMGET', pkey, 'gen', 'phase', 'provider', 'zone', 'pool'
 if not cur[1] then return {-1} end
 local gen, phase = tonumber(cur[1]), cur[2]
 if expected >= 0 and gen ~= expected then return {-2, gen, phase} end
-if phase ~= 'booting' and phase ~= 'ready' and phase ~= 'unhealthy' then
+if not PROBED[phase] then
   return {-3, gen, phase}
 end
 for i = 13, #ARGV, 2 do redis.call('HSET', pkey, ARGV[i], ARGV[i + 1]) end

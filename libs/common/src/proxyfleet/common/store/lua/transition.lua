@@ -58,8 +58,8 @@ else
   index_add(cur[3], id)
 end
 
-if to == 'booting' or to == 'ready' or to == 'unhealthy' then
-  if phase ~= 'booting' and phase ~= 'ready' and phase ~= 'unhealthy' then
+if PROBED[to] then
+  if not PROBED[phase] then
     redis.call('ZADD', k('probe'), now, id)
   end
 else
