@@ -57,8 +57,7 @@ async def _create_two(provider: GcpProvider) -> list[tuple[ProxySpec, Provisione
 async def test_vms_with_external_ips_each_leave_from_their_own(
     fake_gce: Any, make: Make, target: TargetServer
 ) -> None:
-    if not fake_gce.squid_available:
-        pytest.skip("squid is not installed")
+    assert fake_gce.squid_available, "squid is a test dependency (make system-packages)"
     pairs = await _create_two(make())
     seen = [await asyncio.to_thread(_echoed, spec, got, target) for spec, got in pairs]
     # The exit address is the external IP the proxy is reached at, one per VM.
@@ -72,8 +71,7 @@ async def test_vms_with_external_ips_each_leave_from_their_own(
 async def test_vms_without_external_ips_share_the_cloud_nat_address(
     fake_gce: Any, make: Make, target: TargetServer
 ) -> None:
-    if not fake_gce.squid_available:
-        pytest.skip("squid is not installed")
+    assert fake_gce.squid_available, "squid is a test dependency (make system-packages)"
     pairs = await _create_two(make(external_ip=False))
     hosts = [got.host for _, got in pairs]
     assert len(set(hosts)) == 2  # each reached at its own internal address
