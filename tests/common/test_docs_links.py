@@ -1,5 +1,6 @@
-"""Every relative link of the README and the guides in docs/ leads somewhere: the file
-exists, and an anchor into a Markdown file names one of its headings."""
+"""Every relative link of the README, the guides in docs/ and the decisions in
+docs/decisions/ leads somewhere: the file exists, and an anchor into a Markdown file names
+one of its headings."""
 
 from __future__ import annotations
 
@@ -10,7 +11,11 @@ from urllib.parse import unquote
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+DOCS = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    *sorted((ROOT / "docs" / "decisions").glob("*.md")),
+]
 _FENCE = re.compile(r"^```.*?^```", re.MULTILINE | re.DOTALL)
 _CODE = re.compile(r"`[^`\n]*`")
 _LINK = re.compile(r"\]\(([^)\s]+)\)")
