@@ -35,8 +35,10 @@ from tests.kvm.helpers import kvm_provider
 from tests.kvm.netns import forward_into, run_in
 
 from proxyfleet.common.providers_config import KvmHost
+from proxyfleet.devstack.commands import service_bin
+from proxyfleet.devstack.options import StackOptions
 from proxyfleet.devstack.servers import free_port
-from proxyfleet.devstack.stack import Stack, StackOptions, _bin
+from proxyfleet.devstack.stack import Stack
 from proxyfleet.provisioner_kvm.pure.names import domain_name
 
 DEFAULT_IMAGE = "/var/tmp/pf-image/debian-12-proxy.qcow2"
@@ -96,7 +98,7 @@ async def stack(
         extra_providers=kvm_provider_yaml(kvm_host, target_port, tmp_path / "cache"),
         extra_services={
             "provisioner-kvm": [
-                _bin("proxyfleet-provisioner-kvm"),
+                service_bin("proxyfleet-provisioner-kvm"),
                 "--provider",
                 "onprem",
                 "--metrics-port",
