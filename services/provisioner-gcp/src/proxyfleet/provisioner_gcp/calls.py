@@ -149,10 +149,12 @@ class Compute:
         http_timeout: float = CALL_TIMEOUT,
         **request: Any,
     ) -> T:
-        """`fn(**request)` in a worker thread; failures raised as the taxonomy."""
+        """`fn(**request)` in a worker thread; failures raised as the taxonomy. The client's
+        default retry of reads (503 and 504, for up to 600 s) is off: it would hold a
+        thread through an outage that the runner's backoff is there to wait out."""
         return await self._calls.run(
-            (method,), lambda timeout: fn(timeout=timeout, **request), sdk_timeout=http_timeout,
-            zone=zone,
+            (method,), lambda timeout: fn(timeout=timeout, retry=None, **request),
+            sdk_timeout=http_timeout, zone=zone,
         )  # fmt: skip
 
     async def mutate(
