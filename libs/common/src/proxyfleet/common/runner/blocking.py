@@ -116,7 +116,8 @@ class BlockingCalls:
         **context: Any,
     ) -> T:
         """`fn(timeout)` in a worker thread; failures raised as the taxonomy, their
-        message naming `what` (else the operation's labels)."""
+        message naming `what` (else the operation's labels). `context` goes to the
+        report (a zone, the ids of a libvirt trace)."""
         labels = tuple(op)
         self.count_call(labels)
         given = self.sdk_timeout if sdk_timeout is None else sdk_timeout
