@@ -8,7 +8,7 @@ import re
 from importlib import resources
 
 from proxyfleet.common.lifecycle import COUNTED, PROBED
-from proxyfleet.common.store.scripts import lua_prelude
+from proxyfleet.common.store.prelude import lua_prelude
 
 SPELLED_OUT = re.compile(r"'booting'.{0,60}'ready'.{0,60}'unhealthy'", re.DOTALL)
 
