@@ -13,8 +13,8 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from proxyfleet.common import subjects
+from proxyfleet.common.events import EventType
 from proxyfleet.common.lifecycle import COUNTED, PROBED
-from proxyfleet.common.models import EventType
 from proxyfleet.common.store.prelude import lua_prelude
 from proxyfleet.common.store.replies import FAMILIES, lua_name
 

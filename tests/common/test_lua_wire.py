@@ -1,5 +1,5 @@
 """What the Lua scripts write to the outbox is the wire models exactly: every event a
-`models.Event` and every intent a `models.Intent`, strictly decoded with no field the
+`events.Event` and every intent a `models.Intent`, strictly decoded with no field the
 models lack, on the subjects subjects.py names."""
 
 from __future__ import annotations
@@ -12,12 +12,10 @@ from tests.common.factories import make_proxy, make_ready
 
 from proxyfleet.common import subjects
 from proxyfleet.common.clock import ManualClock
+from proxyfleet.common.events import Event, EventData, EventType
 from proxyfleet.common.models import (
     CreateIntent,
     DeleteIntent,
-    Event,
-    EventData,
-    EventType,
     Intent,
     LeaseOutcome,
     Phase,

@@ -15,7 +15,8 @@ import redis.asyncio as aioredis
 
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.errors import Conflict, NotFound
-from proxyfleet.common.models import EventData, EventType, Withheld
+from proxyfleet.common.events import EventData, EventType
+from proxyfleet.common.models import Withheld
 from proxyfleet.common.pool_spec import POOL_LABEL, Owner, PoolRecord, PoolSpec, PoolStatus
 from proxyfleet.common.store.creates import Fence
 from proxyfleet.common.store.fastid import fast_id

@@ -12,14 +12,15 @@ from functools import cache
 import msgspec
 
 from proxyfleet.common import subjects
+from proxyfleet.common.events import SCHEMA_VERSION, Event, EventType
 from proxyfleet.common.lifecycle import COUNTED, PROBED
-from proxyfleet.common.models import SCHEMA_VERSION, CreateIntent, DeleteIntent, Event, EventType
+from proxyfleet.common.models import CreateIntent, DeleteIntent
 from proxyfleet.common.store.replies import FAMILIES, lua_name
 
 EVENT_ORDER = (
     "type", "schema_version", "id", "time", "proxy_id", "provider", "lease_id", "pool", "data",
 )  # fmt: skip
-"""models.Event's fields in the order the scripts have always written them."""
+"""events.Event's fields in the order the scripts have always written them."""
 _LEFT_OUT_WHEN_NIL = frozenset({"pool"})
 """Event fields a script leaves out of the JSON by passing nil (pool: only a member's)."""
 
@@ -95,7 +96,7 @@ def _generated() -> Mapping[str, str]:
         "reply codes (store/replies.py)": "\n".join(
             _table(lua_name(f), ((m.name, str(m.value)) for m in f)) for f in FAMILIES
         ),
-        "event types (models.EventType)": _enum_table("EVENT", EventType),
+        "event types (events.EventType)": _enum_table("EVENT", EventType),
         "subjects (subjects.py)": "\n".join(
             (
                 _subject("event_subject", subjects.event_subject, "event_type"),
@@ -103,7 +104,7 @@ def _generated() -> Mapping[str, str]:
                 _subject("intent_delete_subject", subjects.intent_delete, "provider"),
             )
         ),
-        "an event's JSON (models.Event)": _json_builder(
+        "an event's JSON (events.Event)": _json_builder(
             "event_json", Event, EVENT_ORDER, {"schema_version": str(SCHEMA_VERSION)}
         ),
         "intents' JSON (models.CreateIntent, DeleteIntent)": "\n".join(
