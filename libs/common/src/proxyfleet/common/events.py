@@ -96,6 +96,8 @@ class EventData(msgspec.Struct, kw_only=True, omit_defaults=True):
     shared_with: list[str] | None = None
 
 
+# The docstring is the AsyncAPI document's: the Lua `event` writes it with `event_json`,
+# which store/prelude.py generates from this Struct.
 class Event(msgspec.Struct, kw_only=True):
     """Envelope of every lifecycle and lease event (built by the store's Lua scripts in
     the same shape: store/lua/_lib.lua `event`)."""

@@ -131,6 +131,7 @@ class ProxyRegistry:
 
         Raises NotFound, or Conflict when the generation is stale, the move not allowed or
         (with unleased_only) a lease holds the proxy; checked in the same atomic script.
+        `fields` are Proxy fields (transitions.WRITABLE): another name is a TypeError.
         """
         move = Move(proxy_id, to, expected_gen, fields, unleased_only, delete_reason)
         return await self._run(move)

@@ -1,5 +1,5 @@
 """What the Lua scripts answer, one IntEnum per family of scripts: the scripts read these
-names from the generated prelude (store/scripts.py `lua_prelude`), Python decodes by them.
+names from the generated prelude (store/prelude.py), Python decodes by them.
 A reply is a list whose first item is the code; what follows depends on the code (each
 script's header says)."""
 
