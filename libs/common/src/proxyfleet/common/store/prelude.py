@@ -17,7 +17,7 @@ from proxyfleet.common.lifecycle import COUNTED, PROBED
 from proxyfleet.common.models import CreateIntent, DeleteIntent
 from proxyfleet.common.store.replies import FAMILIES, lua_name
 
-EVENT_ORDER = (
+_EVENT_ORDER = (
     "type", "schema_version", "id", "time", "proxy_id", "provider", "lease_id", "pool", "data",
 )  # fmt: skip
 """events.Event's fields in the order the scripts have always written them."""
@@ -27,7 +27,7 @@ _LEFT_OUT_WHEN_NIL = frozenset({"pool"})
 _HOLE = "\x00"
 
 
-def lua_str(text: str) -> str:
+def _lua_str(text: str) -> str:
     """A Lua string literal of `text`."""
     return "'" + text.replace("\\", "\\\\").replace("'", "\\'").replace("\n", "\\n") + "'"
 
@@ -35,7 +35,7 @@ def lua_str(text: str) -> str:
 def _subject(lua: str, make: Callable[[str], str], param: str) -> str:
     """A Lua function building the subject `make` builds (subjects.py's)."""
     prefix, suffix = make(_HOLE).split(_HOLE)
-    body = f"{lua_str(prefix)} .. {param}" + (f" .. {lua_str(suffix)}" if suffix else "")
+    body = f"{_lua_str(prefix)} .. {param}" + (f" .. {_lua_str(suffix)}" if suffix else "")
     return f"local function {lua}({param}) return {body} end"
 
 
@@ -70,18 +70,18 @@ def _json_builder(
             text += key + fixed[name]
             continue
         if name in _LEFT_OUT_WHEN_NIL:
-            pieces += [lua_str(text)] if text else []
-            pieces.append(f"(v.{name} and ({lua_str(key)} .. v.{name}) or '')")
+            pieces += [_lua_str(text)] if text else []
+            pieces.append(f"(v.{name} and ({_lua_str(key)} .. v.{name}) or '')")
             text = ""
             continue
-        pieces += [lua_str(text + key), f"v.{name}"]
+        pieces += [_lua_str(text + key), f"v.{name}"]
         text = ""
-    pieces.append(lua_str(text + "}"))
+    pieces.append(_lua_str(text + "}"))
     return f"local function {lua}(v) return {' .. '.join(pieces)} end"
 
 
 def _enum_table(lua: str, members: Iterable[enum.Enum]) -> str:
-    return _table(lua, ((m.name, lua_str(str(m.value))) for m in members))
+    return _table(lua, ((m.name, _lua_str(str(m.value))) for m in members))
 
 
 def _generated() -> Mapping[str, str]:
@@ -91,7 +91,7 @@ def _generated() -> Mapping[str, str]:
             "PROBED", ((p.value, "true") for p in sorted(PROBED))
         ),
         "phases that count towards max_proxies": "local COUNTED = {"
-        + ", ".join(lua_str(p.value) for p in sorted(COUNTED))
+        + ", ".join(_lua_str(p.value) for p in sorted(COUNTED))
         + "}",
         "reply codes (store/replies.py)": "\n".join(
             _table(lua_name(f), ((m.name, str(m.value)) for m in f)) for f in FAMILIES
@@ -105,7 +105,7 @@ def _generated() -> Mapping[str, str]:
             )
         ),
         "an event's JSON (events.Event)": _json_builder(
-            "event_json", Event, EVENT_ORDER, {"schema_version": str(SCHEMA_VERSION)}
+            "event_json", Event, _EVENT_ORDER, {"schema_version": str(SCHEMA_VERSION)}
         ),
         "intents' JSON (models.CreateIntent, DeleteIntent)": "\n".join(
             (
