@@ -112,7 +112,7 @@ async def test_every_event_and_intent_a_script_writes_is_its_wire_model_exactly(
     ]  # fmt: skip
 
 
-async def test_a_pool_event_carries_its_pool_and_others_leave_the_key_out(
+async def test_an_event_keeps_its_key_order_and_only_a_members_names_its_pool(
     registry: ProxyRegistry, redis_client: aioredis.Redis, clock: ManualClock
 ) -> None:
     await registry.create(make_proxy("p1", clock, pool="eu"))
@@ -121,3 +121,6 @@ async def test_a_pool_event_carries_its_pool_and_others_leave_the_key_out(
     bodies = [msgspec.json.decode(e["d"]) for _, e in rows if e["s"].endswith(".proxy.pending")]
     assert [b.get("pool") for b in bodies] == ["eu", None]
     assert [b["schema_version"] for b in bodies] == [1, 1]
+    # The outbox's bytes as before the envelope was generated: the same order of keys.
+    envelope = ["type", "schema_version", "id", "time", "proxy_id", "provider", "lease_id"]
+    assert [list(b) for b in bodies] == [[*envelope, "pool", "data"], [*envelope, "data"]]
