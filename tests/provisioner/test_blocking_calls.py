@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from prometheus_client import REGISTRY
+from prometheus_client import REGISTRY, Counter, Histogram
 
 from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
 from proxyfleet.common.runner.blocking import BlockingCalls, CallMetrics, CallReport
@@ -22,12 +22,10 @@ from proxyfleet.common.runner.failures import (
 )
 
 PREFIX = "proxyfleet_test_sdk"
-METRICS = CallMetrics.define(
-    PREFIX,
-    ["verb"],
-    seconds_help="Test SDK call latency.",
-    errors_help="Test SDK calls that failed.",
-    calls_help="Test SDK calls made.",
+METRICS = CallMetrics(
+    seconds=Histogram(f"{PREFIX}_call_seconds", "Test SDK call latency.", ["verb", "result"]),
+    calls=Counter(f"{PREFIX}_calls_total", "Test SDK calls made.", ["verb"]),
+    errors=Counter(f"{PREFIX}_errors_total", "Test SDK calls that failed.", ["verb", "code"]),
 )
 
 

@@ -21,7 +21,6 @@ from typing import Any, TypeVar
 
 from prometheus_client import Counter, Histogram
 
-from proxyfleet.common.metrics import LATENCY_BUCKETS
 from proxyfleet.common.runner.failures import (
     Classified,
     ClassifiedPermanentError,
@@ -36,7 +35,9 @@ T = TypeVar("T")
 
 @dataclass(frozen=True, slots=True)
 class CallMetrics:
-    """A provider's call metrics; each is labelled first by the operation's labels."""
+    """A provider's call metrics; each is labelled first by the operation's labels. Each
+    provider defines its own, with literal names (tests/deploy/test_dashboard.py finds
+    every metric by its name in the source)."""
 
     seconds: Histogram
     """Latency by operation and result (ok or error)."""
@@ -44,25 +45,6 @@ class CallMetrics:
     """Failed calls by operation and classification code."""
     calls: Counter | None = None
     """Calls made, by operation (None: not counted)."""
-
-    @classmethod
-    def define(
-        cls,
-        prefix: str,
-        labels: Sequence[str],
-        *,
-        seconds_help: str,
-        errors_help: str,
-        calls_help: str = "",
-    ) -> CallMetrics:
-        """`<prefix>_call_seconds`, `<prefix>_calls_total` (when `calls_help` is given)
-        and `<prefix>_errors_total`, registered in that order."""
-        seconds = Histogram(
-            f"{prefix}_call_seconds", seconds_help, [*labels, "result"], buckets=LATENCY_BUCKETS
-        )
-        calls = Counter(f"{prefix}_calls_total", calls_help, list(labels)) if calls_help else None
-        errors = Counter(f"{prefix}_errors_total", errors_help, [*labels, "code"])
-        return cls(seconds, errors, calls)
 
 
 @dataclass(frozen=True, slots=True)
