@@ -24,7 +24,7 @@ from proxyfleet.api.settings import ApiSettings
 from proxyfleet.common.clock import ManualClock
 from proxyfleet.common.models import Event, Phase, Proxy
 from proxyfleet.common.pool_spec import POOL_LABEL
-from proxyfleet.common.providers_config import ProvidersConfig, parse_providers_config
+from proxyfleet.common.providers import ProvidersConfig, parse_providers_config
 from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.devstack.servers import free_port

@@ -7,14 +7,13 @@ import ipaddress
 import pytest
 
 from proxyfleet.common.errors import ConfigError, InvalidInput
-from proxyfleet.common.local_egress import (
+from proxyfleet.common.providers import INVALID_PLACEMENT, parse_providers_config, validator_for
+from proxyfleet.provisioner_local.pure.egress_addresses import (
     DEFAULT_EGRESS_RANGE,
     address_for_port,
     check_egress_range,
     placement_address,
 )
-from proxyfleet.common.placement import INVALID_PLACEMENT, validator_for
-from proxyfleet.common.providers_config import parse_providers_config
 
 
 def config(local: str) -> str:

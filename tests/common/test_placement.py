@@ -8,14 +8,15 @@ import pytest
 
 from proxyfleet.common import placement as placement_registry
 from proxyfleet.common.errors import InvalidInput
-from proxyfleet.common.placement import (
+from proxyfleet.common.providers import (
     INVALID_PLACEMENT,
     NoPlacement,
     PlacementValidator,
+    ProviderConfig,
+    parse_providers_config,
     register,
     validator_for,
 )
-from proxyfleet.common.providers_config import ProviderConfig, parse_providers_config
 
 CONFIG = parse_providers_config(
     """

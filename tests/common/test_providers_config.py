@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.providers_config import load_providers_config, parse_providers_config
+from proxyfleet.common.providers import load_providers_config, parse_providers_config
 
 GOOD = """
 providers:

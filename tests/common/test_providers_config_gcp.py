@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from proxyfleet.common.errors import ConfigError, InvalidInput
-from proxyfleet.common.gcp_config import GcpPlacementValidator, is_pinned
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
+from proxyfleet.provisioner_gcp.pure.config import GcpPlacementValidator, is_pinned
 
 GCP = """
 providers:

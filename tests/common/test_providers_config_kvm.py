@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.providers_config import load_provider, parse_providers_config
+from proxyfleet.common.providers import load_provider, parse_providers_config
 
 SHA = "a" * 64
 KVM = f"""

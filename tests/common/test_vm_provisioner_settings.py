@@ -4,7 +4,7 @@ the reconciler does not republish an intent a live create or its redelivery stil
 
 from __future__ import annotations
 
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
 from proxyfleet.common.runner import RunnerSettings
 from proxyfleet.provisioner_gcp import main as gcp_main
 from proxyfleet.provisioner_gcp.adapter import ADDRESS_WAIT

@@ -13,7 +13,7 @@ import pytest
 import yaml
 from tests.deploy.kube import CLUSTER_SCOPED, render
 
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "kubernetes"

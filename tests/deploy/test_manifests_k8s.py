@@ -14,7 +14,7 @@ import yaml
 from tests.deploy.kube import DEPLOY, OVERLAYS, ROOT, Doc, named, of_kind, pod_spec, render, selects
 from tests.deploy.kube import providers_text as rendered_providers_text
 
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
 
 K8S = DEPLOY / "kubernetes" / "k8s"
 PROXIES_NS = "proxyfleet-proxies"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from proxyfleet.common.local_egress import DEFAULT_EGRESS_RANGE
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
 from proxyfleet.devstack.providers import local_provider_yaml, squid_installed
+from proxyfleet.provisioner_local.pure.egress_addresses import DEFAULT_EGRESS_RANGE
 
 
 @pytest.mark.parametrize(

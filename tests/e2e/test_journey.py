@@ -25,7 +25,7 @@ from tests.e2e.journey import (
 )
 
 from proxyfleet.common.models import ProxySpec
-from proxyfleet.common.providers_config import load_providers_config
+from proxyfleet.common.providers import load_providers_config
 from proxyfleet.devstack.stack import CLIENT_NAME, Stack
 from proxyfleet.provisioner_local.adapter import LocalProvider, local_options
 

@@ -34,7 +34,7 @@ from proxyfleet.common.clock import SystemClock
 from proxyfleet.common.messaging import connect_nats, ensure_streams
 from proxyfleet.common.models import Phase, Proxy
 from proxyfleet.common.pool_spec import POOL_LABEL
-from proxyfleet.common.providers_config import ProvidersConfig
+from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import LeaseStore, ProxyRegistry
 from proxyfleet.common.store.leases import LeasePolicy

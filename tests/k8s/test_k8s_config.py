@@ -8,8 +8,8 @@ from decimal import Decimal
 import pytest
 
 from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.k8s_config import DEFAULT_IMAGE, parse_quantity
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
+from proxyfleet.provisioner_k8s.pure.config import DEFAULT_IMAGE, parse_quantity
 
 FULL = """
 providers:

@@ -11,7 +11,7 @@ from tests.common.factories import make_proxy, outbox_events
 from proxyfleet.common.clock import ManualClock
 from proxyfleet.common.models import EventType, LeaseOutcome, Phase, Withheld
 from proxyfleet.common.pool_spec import POOL_LABEL, AutoQuarantine, Owner, PoolSpec
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
 from proxyfleet.common.store import (
     FencedOut,
     GrantRequest,

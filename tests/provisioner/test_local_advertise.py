@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
 from proxyfleet.provisioner_local.adapter import local_options
 from proxyfleet.provisioner_local.proxies import LocalProxies
 

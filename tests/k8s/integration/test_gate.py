@@ -17,7 +17,7 @@ from kubernetes import config as k8s_config
 from tests.deploy.kube import KUBERNETES_VERSIONS, kubernetes_validate
 from tests.k8s.integration import cluster_journey, gate, job_runner, proxypool_cluster
 
-from proxyfleet.common.providers_config import load_providers_config
+from proxyfleet.common.providers import load_providers_config
 
 ROOT = Path(__file__).parents[3]
 

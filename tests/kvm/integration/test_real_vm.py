@@ -34,9 +34,9 @@ from tests.kvm.conftest import LibvirtDaemon, SshServer
 from tests.kvm.helpers import kvm_provider
 from tests.kvm.netns import forward_into, run_in
 
-from proxyfleet.common.providers_config import KvmHost
 from proxyfleet.devstack.servers import free_port
 from proxyfleet.devstack.stack import Stack, StackOptions, _bin
+from proxyfleet.provisioner_kvm.pure.config import KvmHost
 from proxyfleet.provisioner_kvm.pure.names import domain_name
 
 DEFAULT_IMAGE = "/var/tmp/pf-image/debian-12-proxy.qcow2"

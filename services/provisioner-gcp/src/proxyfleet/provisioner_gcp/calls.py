@@ -26,7 +26,6 @@ from google.oauth2 import service_account
 
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.errors import ConfigError, PermanentProviderError, TemporaryProviderError
-from proxyfleet.common.gcp_config import GcpSettings
 from proxyfleet.common.logging import get_logger
 from proxyfleet.provisioner_gcp.metrics import (
     API_CALL_SECONDS,
@@ -41,6 +40,7 @@ from proxyfleet.provisioner_gcp.pure.classify import (
     Kind,
     classify,
 )
+from proxyfleet.provisioner_gcp.pure.config import GcpSettings
 
 T = TypeVar("T")
 log = get_logger("proxyfleet.gcp")

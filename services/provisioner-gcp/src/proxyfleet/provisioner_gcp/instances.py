@@ -13,7 +13,6 @@ from typing import Any
 from google.cloud import compute_v1
 
 from proxyfleet.common.clock import Clock
-from proxyfleet.common.gcp_config import GcpSettings
 from proxyfleet.common.logging import get_logger
 from proxyfleet.provisioner_gcp.calls import (
     Compute,
@@ -22,6 +21,7 @@ from proxyfleet.provisioner_gcp.calls import (
     is_not_found,
 )
 from proxyfleet.provisioner_gcp.pure import names
+from proxyfleet.provisioner_gcp.pure.config import GcpSettings
 from proxyfleet.provisioner_gcp.pure.plans import FirewallRule, firewall_changes
 
 log = get_logger("proxyfleet.gcp")

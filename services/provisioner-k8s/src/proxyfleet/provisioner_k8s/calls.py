@@ -22,7 +22,6 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException, OpenApiException
 
 from proxyfleet.common.errors import ConfigError, PermanentProviderError, TemporaryProviderError
-from proxyfleet.common.k8s_config import K8sSettings
 from proxyfleet.common.logging import get_logger
 from proxyfleet.provisioner_k8s.metrics import API_CALL_SECONDS, API_CALLS, API_ERRORS
 from proxyfleet.provisioner_k8s.pure.classify import (
@@ -33,6 +32,7 @@ from proxyfleet.provisioner_k8s.pure.classify import (
     retry_after_header,
     status_body,
 )
+from proxyfleet.provisioner_k8s.pure.config import K8sSettings
 
 log = get_logger("proxyfleet.k8s")
 Json = dict[str, Any]

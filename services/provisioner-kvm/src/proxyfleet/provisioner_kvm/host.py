@@ -14,9 +14,9 @@ import libvirt
 
 from proxyfleet.common.errors import ProviderError, TemporaryProviderError
 from proxyfleet.common.logging import get_logger
-from proxyfleet.common.providers_config import KvmHost
 from proxyfleet.provisioner_kvm.libvirt_calls import ConnectionBroken, LibvirtCalls
 from proxyfleet.provisioner_kvm.metrics import SSH_CONNECTS
+from proxyfleet.provisioner_kvm.pure.config import KvmHost
 from proxyfleet.provisioner_kvm.tunnel import SshTunnel
 
 T = TypeVar("T")

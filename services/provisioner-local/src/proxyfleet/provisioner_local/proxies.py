@@ -12,7 +12,6 @@ from pathlib import Path
 
 import msgspec
 
-from proxyfleet.common import local_egress
 from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
 from proxyfleet.common.ids import resource_name
 from proxyfleet.common.logging import get_logger
@@ -47,6 +46,7 @@ from proxyfleet.provisioner_local.processes import (
     wait_listening,
     wait_port_free,
 )
+from proxyfleet.provisioner_local.pure import egress_addresses as local_egress
 
 log = get_logger("proxyfleet.provisioner_local")
 PORT_FREE_WAIT = 3.0
