@@ -8,6 +8,7 @@ import pytest
 
 from proxyfleet.common.errors import ConfigError, InvalidInput
 from proxyfleet.common.providers import INVALID_PLACEMENT, parse_providers_config, validator_for
+from proxyfleet.provisioner_local.pure.config import LocalProviderConfig
 from proxyfleet.provisioner_local.pure.egress_addresses import (
     DEFAULT_EGRESS_RANGE,
     address_for_port,
@@ -47,10 +48,14 @@ def test_an_empty_range_leaves_the_choice_to_the_kernel() -> None:
 
 
 def test_the_default_is_on_and_empty_turns_it_off() -> None:
-    default = parse_providers_config(config("{}"), "p.yaml").get("dev").local
+    default = parse_providers_config(config("{}"), "p.yaml").get("dev", LocalProviderConfig).local
     assert default is not None
     assert default.egress_range == DEFAULT_EGRESS_RANGE == "127.77.0.0/16"
-    off = parse_providers_config(config('{egress_range: ""}'), "p.yaml").get("dev").local
+    off = (
+        parse_providers_config(config('{egress_range: ""}'), "p.yaml")
+        .get("dev", LocalProviderConfig)
+        .local
+    )
     assert off is not None
     assert off.egress_range == ""
 
@@ -77,7 +82,7 @@ def test_a_bad_range_is_refused_naming_the_key(local: str, expected: str) -> Non
 
 def test_a_range_as_large_as_the_ports_is_accepted() -> None:
     text = config("{egress_range: 127.77.0.0/24, port_range: [1000, 1253]}")
-    local = parse_providers_config(text, "p.yaml").get("dev").local
+    local = parse_providers_config(text, "p.yaml").get("dev", LocalProviderConfig).local
     assert local is not None
     assert local.egress_range == "127.77.0.0/24"
 
@@ -109,3 +114,15 @@ def test_the_api_refuses_a_bad_placement_naming_the_key(
     assert err.value.code == INVALID_PLACEMENT
     assert str(err.value).startswith("provider 'dev': ")
     assert expected in str(err.value)
+
+
+def test_source_ranges_are_checked() -> None:
+    text = """
+providers:
+  - name: local
+    type: local
+    zones: [dev]
+    local: {source_ranges: [127.0.0.1, nope]}
+"""
+    with pytest.raises(ConfigError, match=r"providers\[0\].local.source_ranges: 'nope'"):
+        parse_providers_config(text, "providers.yaml")
