@@ -1,7 +1,7 @@
 """The part of a provider entry every type shares: the base of each type's config struct.
 
 Each provider type subclasses `ProviderConfig` with `tag="<type>"` and one required field
-named as the type (its section: `gcp:` under `type: gcp`); parsing converts the entries
+named as the type (its section: `<type>:` under `type: <type>`); parsing converts the entries
 to the union of the installed subclasses (`config_file`). Pure: no I/O.
 """
 
