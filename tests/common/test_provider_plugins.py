@@ -104,7 +104,7 @@ def test_a_registered_type_parses_as_its_own_struct(tmp_path: Path) -> None:
 @pytest.mark.parametrize(
     ("old", "new", "message"),
     [
-        ("aws: {region: eu-west-1}", "zone: x", "key providers[0].aws: required for type 'aws'"),
+        ("    aws: {region: eu-west-1}\n", "", "key providers[0].aws: required for type 'aws'"),
         ("region: eu-west-1", "region: mars-1", "providers[0].aws.region: expected an AWS region"),
         (
             "region: eu-west-1",

@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, TypeVar, Union, overload
@@ -23,6 +24,8 @@ from proxyfleet.common.providers.provider_type import ProviderType
 from proxyfleet.common.providers.registry import ENTRY_POINT_GROUP, provider_types
 
 C = TypeVar("C", bound=ProviderConfig)
+_MISSING = re.compile(r"Object missing required field `(?P<field>[^`]+)`")
+_ENTRY = re.compile(r"providers\[(?P<i>\d+)\]")
 
 
 class ProvidersConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -69,7 +72,7 @@ def parse_providers_config(text: str | bytes, path: str) -> ProvidersConfig:
     try:
         document = msgspec.convert(data, _document(tuple(t.config for t in types.values())))
     except msgspec.ValidationError as exc:
-        raise ConfigError(_explain(path, str(exc))) from None
+        raise ConfigError(_explain(path, str(exc), data)) from None
     cfg = ProvidersConfig(providers=list(document.providers), pools=parse_pools(pools, path))
     _check_semantics(cfg, path, types)
     return cfg
@@ -99,27 +102,33 @@ def _document(configs: tuple[type[ProviderConfig], ...]) -> Any:
 
 
 def _check_types(data: object, path: str, types: Mapping[str, ProviderType[Any]]) -> None:
-    """An entry's type must be installed and its section given: said before conversion,
-    which would name neither as plainly (an entry without `type` is msgspec's to name)."""
-    entries = data.get("providers") if isinstance(data, dict) else None
-    for i, entry in enumerate(entries if isinstance(entries, list) else []):
+    """An entry's type must be installed: said before conversion, which would only call
+    it an invalid value (an entry without `type` is msgspec's to name)."""
+    for i, entry in enumerate(_entries(data)):
         name = entry.get("type") if isinstance(entry, dict) else None
-        if not isinstance(name, str):
-            continue
-        where = f"{path}: key providers[{i}]"
-        if name not in types:
+        if isinstance(name, str) and name not in types:
             raise ConfigError(
-                f"{where}.type: provider type {name!r} is not available in this release"
+                f"{path}: key providers[{i}].type: provider type {name!r} is not available"
+                " in this release"
             )
-        if name not in entry:
-            raise ConfigError(f"{where}.{name}: required for type {name!r}")
 
 
-def _explain(path: str, message: str) -> str:
-    """msgspec says `Expected int, got str - at `$.providers[0].zones``: name the key."""
+def _entries(data: object) -> list[Any]:
+    entries = data.get("providers") if isinstance(data, dict) else None
+    return entries if isinstance(entries, list) else []
+
+
+def _explain(path: str, message: str, data: object) -> str:
+    """msgspec says `Expected int, got str - at `$.providers[0].zones``: name the key; a
+    missing section is named as required for the entry's type."""
     where, what = strict_yaml.located(message)
     if what == message:
         return f"{path}: {message}"
+    missing, entry = _MISSING.fullmatch(what), _ENTRY.fullmatch(where)
+    if missing and entry:
+        section, found = missing["field"], _entries(data)[int(entry["i"])]
+        if isinstance(found, dict) and found.get("type") == section:
+            return f"{path}: key {where}.{section}: required for type {section!r}"
     return f"{path}: key {where or '(top level)'}: {what}"
 
 
