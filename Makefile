@@ -110,7 +110,7 @@ asyncapi: setup ## Regenerate docs/asyncapi.yaml (every subject and body) from t
 crd: setup ## Regenerate the ProxyPool CRD (deploy/kubernetes/core/proxypool-crd.yaml) from PoolSpec
 	$(UV) run --frozen python -m proxyfleet.pool_operator.crd
 
-generate: setup ## Regenerate the blocking Python client (clients/python/.../sync.py) from aio.py
+generate: setup ## Regenerate the blocking Python client (clients/python/.../sync*.py) from its aio modules
 	$(UV) run --frozen python tools/unasync.py
 
 clean:

@@ -1,15 +1,17 @@
-"""Writes the blocking client (clients/python/.../sync.py) from the async one (aio.py), the
-way httpcore's scripts/unasync.py does: `async`/`await` taken out, async names renamed.
+"""Writes the blocking client (clients/python/.../sync.py, sync_held_lease.py) from the
+async one (aio.py, aio_held_lease.py), the way httpcore's scripts/unasync.py does:
+`async`/`await` taken out, async names renamed.
 
-    python tools/unasync.py           # rewrite sync.py (`make generate`)
-    python tools/unasync.py --check   # exit 1 when sync.py is not what aio.py gives
+    python tools/unasync.py           # rewrite the sync modules (`make generate`)
+    python tools/unasync.py --check   # exit 1 when one is not what its aio module gives
 
-`unasync` is pure: ordered regex substitutions, each of which must apply at least once, so
-a rule aio.py stopped needing is an error rather than dead weight. Where the two clients
-really differ (a task or a thread renewing a lease), aio.py calls `aio_background` by name
-and the rewrite swaps in `sync_background`. The result's imports are then sorted and the
-file formatted by the project's ruff (what `make lint` checks): joining a line that lost
-its `await` is ruff's business, not a rule's.
+`unasync` is pure: ordered regex substitutions, each of which must apply at least once
+(in one of the sources), so a rule the async client stopped needing is an error rather
+than dead weight. An `aio_x` module's blocking twin is `sync_x`: where the two clients
+really differ (a task or a thread renewing a lease), the async client calls
+`aio_background` by name and the rewrite swaps in `sync_background`. The result's imports
+are then sorted (unused ones dropped) and the file formatted by the project's ruff (what
+`make lint` checks): joining a line that lost its `await` is ruff's business, not a rule's.
 """
 
 from __future__ import annotations
@@ -21,10 +23,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 CLIENT = ROOT / "clients/python/src/proxyfleet/client"
-SOURCE = CLIENT / "aio.py"
-TARGET = CLIENT / "sync.py"
+PAIRS: tuple[tuple[Path, Path], ...] = (
+    (CLIENT / "aio.py", CLIENT / "sync.py"),
+    (CLIENT / "aio_held_lease.py", CLIENT / "sync_held_lease.py"),
+)
+"""(async source, blocking target) of each generated module."""
 COMMAND = "make generate"
-HEADER = f"# Generated from aio.py by tools/unasync.py (`{COMMAND}`); do not edit.\n"
+
+
+def header(source: Path) -> str:
+    return f"# Generated from {source.name} by tools/unasync.py (`{COMMAND}`); do not edit.\n"
+
 
 RULES: tuple[tuple[str, str], ...] = (
     # Prose first (a docstring may wrap between the words): the code rules below would
@@ -49,7 +58,8 @@ RULES: tuple[tuple[str, str], ...] = (
     (r"\basyncio\.sleep\b", "time.sleep"),
     (r"\basyncio\.Lock\b", "threading.Lock"),
     (r"^import asyncio$", "import threading"),
-    (r"\baio_background\b", "sync_background"),
+    (r"\bclient\.aio\b", "client.sync"),
+    (r"\baio_(\w+)\b", r"sync_\1"),
     # An async generator cannot `yield from`; ruff wants a generator to (UP028).
     (r"^( *)for (\w+) in (.+):\n +yield \2$", r"\1yield from \3"),
 )
@@ -72,10 +82,19 @@ def rewrite(source: str, rules: tuple[tuple[str, str], ...] = RULES) -> tuple[st
 
 def unasync(source: str, rules: tuple[tuple[str, str], ...] = RULES) -> str:
     """`source` rewritten by every rule; UnusedRulesError if one matched nothing."""
-    text, unused = rewrite(source, rules)
+    return unasync_all([source], rules)[0]
+
+
+def unasync_all(sources: list[str], rules: tuple[tuple[str, str], ...] = RULES) -> list[str]:
+    """Each source rewritten by every rule; UnusedRulesError if one matched in none."""
+    texts, unused = [], {pattern for pattern, _ in rules}
+    for source in sources:
+        text, unmatched = rewrite(source, rules)
+        texts.append(text)
+        unused &= set(unmatched)
     if unused:
-        raise UnusedRulesError(f"rules that matched nothing: {unused}")
-    return text
+        raise UnusedRulesError(f"rules that matched nothing: {sorted(unused)}")
+    return texts
 
 
 def ruff(args: list[str], source: str, path: Path) -> str:
@@ -93,21 +112,28 @@ def ruff(args: list[str], source: str, path: Path) -> str:
     return done.stdout
 
 
-def generate(source: str) -> str:
-    """sync.py as it must be for aio.py's text `source`."""
-    text = HEADER + unasync(source)
-    text = ruff(["check", "--fix-only", "--select", "I"], text, TARGET)
-    return ruff(["format"], text, TARGET)
+def generate(sources: dict[Path, str]) -> dict[Path, str]:
+    """The text each target must have for its source's text in `sources` (keyed by the
+    sources of PAIRS), keyed by target."""
+    targets = dict(PAIRS)
+    texts = unasync_all(list(sources.values()))
+    generated = {}
+    for (source, _), text in zip(sources.items(), texts, strict=True):
+        target = targets[source]
+        tidy = ruff(["check", "--fix-only", "--select", "I,F401"], header(source) + text, target)
+        generated[target] = ruff(["format"], tidy, target)
+    return generated
 
 
 def main(argv: list[str]) -> int:
-    expected = generate(SOURCE.read_text())
+    expected = generate({source: source.read_text() for source, _ in PAIRS})
     if "--check" in argv:
-        if TARGET.read_text() != expected:
-            print(f"{TARGET} is not what aio.py gives: run `{COMMAND}`")
-            return 1
-        return 0
-    TARGET.write_text(expected)
+        stale = [target for target, text in expected.items() if target.read_text() != text]
+        for target in stale:
+            print(f"{target} is not what its aio module gives: run `{COMMAND}`")
+        return 1 if stale else 0
+    for target, text in expected.items():
+        target.write_text(text)
     return 0
 
 

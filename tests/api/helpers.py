@@ -19,7 +19,7 @@ from nats.aio.msg import Msg
 
 from proxyfleet.api.container import Services
 from proxyfleet.api.feed.stream import event_streams_of
-from proxyfleet.api.head import with_head
+from proxyfleet.api.http.head import with_head
 from proxyfleet.api.settings import ApiSettings
 from proxyfleet.common.clock import ManualClock
 from proxyfleet.common.models import Event, Phase, Proxy

@@ -18,8 +18,8 @@ from tests.api.helpers import (
 )
 
 from proxyfleet.api.app import create_app
-from proxyfleet.api.auth import Principal, Scope, TokenAuth
 from proxyfleet.api.deps import AppDeps
+from proxyfleet.api.http.auth import Principal, Scope, TokenAuth
 from proxyfleet.common.errors import ConfigError
 
 

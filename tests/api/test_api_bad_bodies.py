@@ -8,7 +8,7 @@ import pytest
 from litestar.routes import HTTPRoute
 from tests.api.helpers import Api, error_of
 
-from proxyfleet.api.errors import EXCEPTION_HANDLERS, TOO_DEEP
+from proxyfleet.api.http.errors import EXCEPTION_HANDLERS, TOO_DEEP
 
 DEPTH = 1000
 """About 2 KB of brackets: deeper than the interpreter's recursion limit lets msgspec go."""

@@ -7,7 +7,7 @@ import re
 
 from tests.api.helpers import Api
 
-from proxyfleet.api.docs_ui import ASSETS, REDOC_JS
+from proxyfleet.api.http.docs_ui import ASSETS, REDOC_JS
 
 LOADED = re.compile(r"""<(?:script|link|img)\b[^>]*\b(?:src|href)=["']([^"']+)["']""", re.I)
 

@@ -8,7 +8,7 @@ import ipaddress
 import pytest
 from tests.api.helpers import Api, ApiFactory, api_settings
 
-from proxyfleet.api.system.echo import caller_address, parse_trusted
+from proxyfleet.api.http.forwarded import caller_address, parse_trusted
 from proxyfleet.common.errors import ConfigError
 
 

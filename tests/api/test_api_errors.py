@@ -1,11 +1,11 @@
-"""The one mapping of domain and temporary errors to HTTP (proxyfleet.api.errors)."""
+"""The one mapping of domain and temporary errors to HTTP (proxyfleet.api.http.errors)."""
 
 from __future__ import annotations
 
 import msgspec
 import pytest
 
-from proxyfleet.api.errors import EXCEPTION_HANDLERS
+from proxyfleet.api.http.errors import EXCEPTION_HANDLERS
 from proxyfleet.common.errors import (
     Conflict,
     DomainError,

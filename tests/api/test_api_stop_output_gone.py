@@ -1,7 +1,8 @@
 """The real API process stops on SIGTERM after whoever read its output is gone: the dev
 launcher, SIGKILLed, leaves its services a stdout pipe with no reader before their
 SIGTERM (setpriv's) arrives. Every log line then fails with EPIPE; the first one, in the
-signal handler, used to keep the stop from being set at all (decision 118)."""
+signal handler, used to keep the stop from being set at all (SH7 in
+docs/decisions/service-host.md)."""
 
 from __future__ import annotations
 

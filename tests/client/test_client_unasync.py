@@ -4,7 +4,7 @@ out). That sync.py is what it makes of aio.py: test_client_generated.py."""
 from __future__ import annotations
 
 import pytest
-from tools.unasync import UnusedRulesError, rewrite, unasync
+from tools.unasync import UnusedRulesError, rewrite, unasync, unasync_all
 
 
 def rewritten(source: str) -> str:
@@ -37,6 +37,14 @@ def rewritten(source: str) -> str:
         (
             "from proxyfleet.client import aio_background as background",
             "from proxyfleet.client import sync_background as background",
+        ),
+        (
+            "from proxyfleet.client.aio_held_lease import AsyncHeldLease",
+            "from proxyfleet.client.sync_held_lease import HeldLease",
+        ),
+        (
+            "from proxyfleet.client.aio import AsyncClient",
+            "from proxyfleet.client.sync import Client",
         ),
         ("for item in page.items:\n    yield item\n", "yield from page.items\n"),
     ],
@@ -85,11 +93,20 @@ def test_a_rule_that_matches_nothing_is_an_error() -> None:
         )
 
 
+def test_a_rule_needs_to_match_in_one_source_only() -> None:
+    rules = ((r"\bawait ", ""), (r"\baiter_lines\b", "iter_lines"))
+    sources = ["await g()\n", "r.aiter_lines()\n"]
+    assert unasync_all(sources, rules) == ["g()\n", "r.iter_lines()\n"]
+    with pytest.raises(UnusedRulesError, match="aiter_lines"):
+        unasync_all(sources[:1], rules)
+
+
 def test_every_rule_applies_to_a_source_that_needs_them_all() -> None:
     source = "\n".join(
         [
             "import asyncio",
             "from x import aio_background, AsyncGenerator, Awaitable, Callable",
+            "from proxyfleet.client.aio import AsyncClient",
             '"""The asyncio client, an `async with` block, a background task."""',
             "async def __aenter__(self) -> AsyncClient: ...",
             "async def __aexit__(self) -> None:",
@@ -108,6 +125,7 @@ def test_every_rule_applies_to_a_source_that_needs_them_all() -> None:
         [
             "import threading",
             "from x import sync_background, Generator, Callable",
+            "from proxyfleet.client.sync import Client",
             '"""The blocking client, a `with` block, a background thread."""',
             "def __enter__(self) -> Client: ...",
             "def __exit__(self) -> None:",

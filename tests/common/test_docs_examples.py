@@ -1,4 +1,4 @@
-"""The providers configs shown in the README and the docs are valid configs."""
+"""The providers configs shown in the docs are valid configs."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ _YAML = re.compile(r"```yaml\n(.*?)```", re.DOTALL)
 
 def _examples() -> list[tuple[str, str]]:
     found = []
-    for doc in ("README.md", "docs/kvm-provider.md", "docs/gcp-provider.md"):
+    for doc in ("docs/configuration.md", "docs/kvm-provider.md", "docs/gcp-provider.md"):
         for block in _YAML.findall((ROOT / doc).read_text()):
             if block.startswith("providers:"):
                 found.append((doc, block))
@@ -30,7 +30,7 @@ def test_documented_providers_config_parses(doc: str, text: str) -> None:
 
 def test_each_doc_has_an_example() -> None:
     assert {doc for doc, _ in _examples()} == {
-        "README.md",
+        "docs/configuration.md",
         "docs/kvm-provider.md",
         "docs/gcp-provider.md",
     }

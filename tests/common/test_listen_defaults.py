@@ -4,7 +4,7 @@ tests/deploy)."""
 
 from __future__ import annotations
 
-from tests.common.test_host_readme import SERVICES
+from tests.common.test_configuration_doc import SERVICES
 
 from proxyfleet.common.host.command import all_options
 

@@ -20,7 +20,7 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("libs/common/src/proxyfleet/common/pool_spec.py", "kubernetes"): (
         "Owner.KUBERNETES: a pool declared by a Kubernetes resource, not a provider type"
     ),
-    ("tools/devstack/src/proxyfleet/devstack/stack.py", "local"): (
+    ("tools/devstack/src/proxyfleet/devstack/commands.py", "local"): (
         "the dev stack runs the local provisioner for its provider instance named local"
     ),
     ("tools/devstack/src/proxyfleet/devstack/providers.py", "type: local"): (

@@ -216,7 +216,7 @@ def test_production_runs_two_replicas_of_whatever_shares_work() -> None:
     for dep in of_kind(docs, "Deployment"):
         if dep["metadata"]["name"] not in least:
             least[dep["metadata"]["name"]] = dep["spec"]["replicas"]
-    # GC too: its replicas share the rounds by a round lock (docs/architecture.md).
+    # GC too: its replicas share the rounds by a round lock (docs/decisions/scaling.md, S3).
     assert least["gc"] == 2
     assert min(least.values()) >= 2, least
     for pdb in of_kind(docs, "PodDisruptionBudget"):

@@ -10,7 +10,9 @@ from pathlib import Path
 import pytest
 from tests.k8s.fake_kube import FakeKube
 
-from proxyfleet.devstack.stack import Stack, StackOptions, stop_local_proxies
+from proxyfleet.devstack.options import StackOptions
+from proxyfleet.devstack.providers import stop_local_proxies
+from proxyfleet.devstack.stack import Stack
 
 
 @pytest.fixture(scope="module")

@@ -12,8 +12,10 @@ from typing import Any
 
 from tests.e2e.provider_stack import running
 
+from proxyfleet.devstack.commands import service_bin
+from proxyfleet.devstack.options import StackOptions
 from proxyfleet.devstack.servers import free_port
-from proxyfleet.devstack.stack import Stack, StackOptions, _bin
+from proxyfleet.devstack.stack import Stack
 
 
 def gcp_provider_yaml(
@@ -67,7 +69,7 @@ def gcp_stack(
         ),
         extra_services={
             "provisioner-gcp": [
-                _bin("proxyfleet-provisioner-gcp"),
+                service_bin("proxyfleet-provisioner-gcp"),
                 "--provider",
                 "gcp",
                 "--metrics-port",

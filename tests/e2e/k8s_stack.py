@@ -18,8 +18,10 @@ from nats.aio.msg import Msg
 from tests.e2e.journey import ThreadedSubscriber, wait_for
 from tests.e2e.provider_stack import ready, running
 
+from proxyfleet.devstack.commands import service_bin
+from proxyfleet.devstack.options import StackOptions
 from proxyfleet.devstack.servers import free_port
-from proxyfleet.devstack.stack import Stack, StackOptions, _bin
+from proxyfleet.devstack.stack import Stack
 
 PROVIDER = "cluster"
 NAMESPACE = "proxies"
@@ -102,7 +104,7 @@ def _readyz(port: int) -> str:
 
 def provisioner_command(port: int, extra_args: list[str] | None) -> list[str]:
     return [
-        _bin("proxyfleet-provisioner-k8s"),
+        service_bin("proxyfleet-provisioner-k8s"),
         "--provider",
         PROVIDER,
         "--metrics-port",

@@ -11,7 +11,9 @@ from contextlib import contextmanager
 import httpx
 from tests.e2e.journey import wait_for
 
-from proxyfleet.devstack.stack import Stack, StackOptions, stop_local_proxies
+from proxyfleet.devstack.options import StackOptions
+from proxyfleet.devstack.providers import stop_local_proxies
+from proxyfleet.devstack.stack import Stack
 
 
 @contextmanager

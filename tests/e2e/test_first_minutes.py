@@ -24,7 +24,7 @@ import pytest
 from tests.devstack.procs import alive, children, command_name
 
 from proxyfleet.devstack.banner import cli_command, cli_copy_paste
-from proxyfleet.devstack.stack import stop_local_proxies
+from proxyfleet.devstack.providers import stop_local_proxies
 
 REPO = Path(__file__).resolve().parents[2]
 DEV = str(Path(sys.executable).parent / "proxyfleet-dev")

@@ -24,8 +24,10 @@ from tests.faults.outbox import OutboxProbe
 from tests.faults.servers import Restartable, stop_group
 
 from proxyfleet.common.subjects import EVENT_STREAM
+from proxyfleet.devstack.options import StackOptions
+from proxyfleet.devstack.providers import stop_local_proxies
 from proxyfleet.devstack.servers import free_port
-from proxyfleet.devstack.stack import Stack, StackOptions, stop_local_proxies
+from proxyfleet.devstack.stack import Stack
 
 
 def auth(token: str) -> dict[str, str]:

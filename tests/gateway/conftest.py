@@ -1,6 +1,6 @@
 """Gateway fixtures: real Squids (tests/health's, reaching the HTTPS `target`), ready
 proxies on them in the registry, gateways run in this loop through the service's own
-assembly (`proxyfleet.gateway.main.assemble`), and real clients to drive them."""
+assembly (`proxyfleet.gateway.assembly.assemble`), and real clients to drive them."""
 
 from __future__ import annotations
 
@@ -31,6 +31,7 @@ from tests.health.conftest import PASSWORD, USER, ProxyProcess, _squid
 
 from proxyfleet.common import host
 from proxyfleet.common.clock import SystemClock
+from proxyfleet.common.host.files import raise_open_files
 from proxyfleet.common.messaging import connect_nats, ensure_streams
 from proxyfleet.common.models import Phase, Proxy
 from proxyfleet.common.pool_spec import POOL_LABEL
@@ -38,7 +39,7 @@ from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import LeaseStore, ProxyRegistry
 from proxyfleet.common.store.leases import LeasePolicy
-from proxyfleet.gateway.main import Assembly, assemble
+from proxyfleet.gateway.assembly import Assembly, assemble
 from proxyfleet.gateway.settings import GatewaySettings
 from proxyfleet.gateway.tunnels import Tunnels
 
@@ -160,6 +161,7 @@ async def start_gateway(
             stop=stop,
             nats_client=nc,
             redis_client=redis_client,
+            open_files=raise_open_files(),  # as the host does for the gateway
         )
         assembly = assemble(ctx)
         tasks: list[asyncio.Future[None]] = [

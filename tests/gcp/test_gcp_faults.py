@@ -178,3 +178,14 @@ async def test_a_synchronous_quota_refusal_is_permanent_with_the_quotas_name(
     fake_gce.inject("instances.insert", "quotaExceeded", quota="IN_USE_ADDRESSES")
     with pytest.raises(PermanentProviderError, match="quota IN_USE_ADDRESSES exceeded"):
         await make().create(spec_for(new_proxy_id(), INSTALLATION))
+
+
+async def test_a_read_is_not_retried_by_the_client(fake_gce: Any, make: Make) -> None:
+    """The client would retry a 503 on a read for up to 600 s; the runner's backoff does."""
+    provider = make()
+    before = fake_gce.calls.get("instances.aggregatedList", 0)
+    fake_gce.inject("instances.aggregatedList", "UNAVAILABLE", times=1)
+    with pytest.raises(TemporaryProviderError):
+        await provider.instances()
+    assert fake_gce.calls.get("instances.aggregatedList", 0) == before + 1
+    assert await provider.instances() == []

@@ -7,8 +7,10 @@ import uuid
 
 import pytest
 
+from proxyfleet.common.runner.failures import Kind
+from proxyfleet.common.runner.lost import Running
 from proxyfleet.provisioner_gcp.pure import names
-from proxyfleet.provisioner_gcp.pure.classify import ApiFailure, ErrorEntry, Kind, classify
+from proxyfleet.provisioner_gcp.pure.classify import ApiFailure, ErrorEntry, classify
 from proxyfleet.provisioner_gcp.pure.plans import (
     FirewallRule,
     InstancePlan,
@@ -21,7 +23,7 @@ from proxyfleet.provisioner_gcp.pure.plans import (
     timestamp,
     zone_order,
 )
-from proxyfleet.provisioner_gcp.pure.preemption import Running, lost
+from proxyfleet.provisioner_gcp.pure.preemption import lost
 
 RULE = FirewallRule(
     name="pf-dev-gcp-proxy",
@@ -229,7 +231,10 @@ def test_timestamps_parse_with_offsets() -> None:
 def test_preempted_or_vanished_vms_are_lost() -> None:
     running = [Running("p1", 3, "z/pf-p1"), Running("p2", 4, "z/pf-p2"), Running("p3", 2, "z/x")]
     found = lost(running, {"p1": "RUNNING", "p2": "TERMINATED"})
-    assert [(r.proxy_id, "preempted" in why) for r, why in found] == [("p2", True), ("p3", True)]
+    assert [(f.proxy.proxy_id, "preempted" in f.reason, f.cause) for f in found] == [
+        ("p2", True, "stopped"),
+        ("p3", True, "gone"),
+    ]
 
 
 # ---- classification -----------------------------------------------------------------------
@@ -276,10 +281,9 @@ def test_a_quota_error_names_the_quota() -> None:
     c = classify(
         _op("QUOTA_EXCEEDED", "Quota exceeded.", quota_metric="compute.googleapis.com/cpus")
     )
-    assert c.quota == "compute.googleapis.com/cpus"
-    assert "compute.googleapis.com/cpus" in c.message
+    assert c.message == "quota compute.googleapis.com/cpus exceeded: Quota exceeded."
     old = classify(_op("QUOTA_EXCEEDED", "Quota 'CPUS' exceeded.  Limit: 8.0 in region x."))
-    assert old.quota == "CPUS"
+    assert old.message.startswith("quota CPUS exceeded: ")
 
 
 def test_a_permanent_error_keeps_googles_message() -> None:

@@ -11,8 +11,9 @@ import kubernetes_validate  # type: ignore[import-untyped]
 import pytest
 from tests.k8s.k8s_provider import settings_for
 
+from proxyfleet.common.runner.failures import Kind
 from proxyfleet.provisioner_k8s.pure import manifests, names
-from proxyfleet.provisioner_k8s.pure.classify import ApiFailure, Kind, classify, status_body
+from proxyfleet.provisioner_k8s.pure.classify import ApiFailure, classify, status_body
 from proxyfleet.provisioner_k8s.pure.manifests import ProxyObjects
 from proxyfleet.provisioner_k8s.pure.pods import failure_reason, parse_timestamp, pod_state
 from proxyfleet.provisioner_k8s.pure.sweep import Leftover, orphans

@@ -28,17 +28,13 @@ from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderEr
 from proxyfleet.common.messaging import Publisher, connect_nats, ensure_streams
 from proxyfleet.common.models import ProxySpec
 from proxyfleet.common.runner import ProvisionerRunner
+from proxyfleet.common.runner.failures import Kind, ResourceMissing, failure_kind, provider_error
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.gc.collector import Collector
 from proxyfleet.gc.settings import GcSettings
 from proxyfleet.provisioner_kvm.adapter import KvmProvider
 from proxyfleet.provisioner_kvm.domains import Domains
-from proxyfleet.provisioner_kvm.libvirt_calls import (
-    ConnectionBroken,
-    Missing,
-    code_name,
-    translate,
-)
+from proxyfleet.provisioner_kvm.libvirt_calls import classify, code_name
 from proxyfleet.provisioner_kvm.pure.config import KvmHost, KvmImage, KvmSettings
 from proxyfleet.provisioner_kvm.pure.domain_xml import disk_paths_from_domain_xml
 from proxyfleet.provisioner_kvm.pure.names import (
@@ -383,11 +379,17 @@ def test_libvirt_error_codes_map_to_the_taxonomy() -> None:
         e.err = (code, 0, "boom", 0, "", None, None, 0, 0)
         return e
 
-    assert isinstance(translate("h", "c", err(libvirt.VIR_ERR_NO_DOMAIN)), Missing)
-    assert isinstance(translate("h", "c", err(libvirt.VIR_ERR_RPC)), ConnectionBroken)
-    assert isinstance(translate("h", "c", err(libvirt.VIR_ERR_XML_ERROR)), PermanentProviderError)
-    assert isinstance(
-        translate("h", "c", err(libvirt.VIR_ERR_OPERATION_TIMEOUT)), TemporaryProviderError
-    )
+    def raised(code: int) -> Exception:
+        return provider_error(classify(err(code), "host h: libvirt c"))
+
+    missing = raised(libvirt.VIR_ERR_NO_DOMAIN)
+    assert isinstance(missing, ResourceMissing)
+    assert isinstance(missing, PermanentProviderError)
+    assert str(missing) == "host h: libvirt c: boom"
+    broken = raised(libvirt.VIR_ERR_RPC)
+    assert isinstance(broken, TemporaryProviderError)
+    assert failure_kind(broken) is Kind.DISCONNECTED
+    assert isinstance(raised(libvirt.VIR_ERR_XML_ERROR), PermanentProviderError)
+    assert isinstance(raised(libvirt.VIR_ERR_OPERATION_TIMEOUT), TemporaryProviderError)
     assert code_name(libvirt.VIR_ERR_NO_DOMAIN) == "no_domain"
     assert code_name(-12345) == "-12345"

@@ -22,7 +22,7 @@ from proxyfleet.common.provider import Provider
 from proxyfleet.common.runner import ProvisionerRunner, RunnerSettings
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.provisioner_local.adapter import LocalProvider
-from proxyfleet.provisioner_local.proxies import LocalOptions
+from proxyfleet.provisioner_local.options import LocalOptions
 from proxyfleet.provisioner_local.pure.egress_addresses import DEFAULT_EGRESS_RANGE
 
 from .helpers import INSTALLATION, EventLog, kill_processes_referring_to, wait_until

@@ -16,7 +16,7 @@ from proxyfleet.common.models import ManagedResource
 from proxyfleet.common.runner import Adopter
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.provisioner_local.adapter import LocalProvider
-from proxyfleet.provisioner_local.proxies import LocalOptions
+from proxyfleet.provisioner_local.options import LocalOptions
 
 from .helpers import INSTALLATION, fast_settings
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 from tests.scaling.fleet import Replicas
 
-from proxyfleet.devstack.stack import Stack, StackOptions
+from proxyfleet.devstack.options import StackOptions
+from proxyfleet.devstack.stack import Stack
 
 PROBE_INTERVAL = float(os.environ.get("PROXYFLEET_SCALING_INTERVAL", "1.0"))
 """Seconds between two probes of one proxy: short, so a window of seconds holds many

@@ -25,8 +25,10 @@ import pytest
 from google.cloud import compute_v1
 from tests.e2e.journey import Api, wait_for
 
+from proxyfleet.devstack.commands import service_bin
+from proxyfleet.devstack.options import StackOptions
 from proxyfleet.devstack.servers import free_port
-from proxyfleet.devstack.stack import Stack, StackOptions, _bin
+from proxyfleet.devstack.stack import Stack
 from proxyfleet.provisioner_gcp.pure import names
 
 TARGET = "https://www.gstatic.com/generate_204"
@@ -76,7 +78,7 @@ def stack(tmp_path: Path, project: str) -> Iterator[Stack]:
         extra_providers=provider,
         extra_services={
             "provisioner-gcp": [
-                _bin("proxyfleet-provisioner-gcp"),
+                service_bin("proxyfleet-provisioner-gcp"),
                 "--provider",
                 "gcp",
                 "--metrics-port",

@@ -30,8 +30,10 @@ import httpx
 from kubernetes import client as k8s
 from kubernetes import config as k8s_config
 
+from proxyfleet.devstack.commands import service_bin
+from proxyfleet.devstack.options import StackOptions
 from proxyfleet.devstack.servers import free_port
-from proxyfleet.devstack.stack import Stack, StackOptions, _bin
+from proxyfleet.devstack.stack import Stack
 
 T = TypeVar("T")
 PROVIDER = "cluster"
@@ -117,7 +119,7 @@ def stack_options(s: JourneySettings, base: Path) -> StackOptions:
         extra_providers=provider_yaml(s, target_port),
         extra_services={
             "provisioner-k8s": [
-                _bin("proxyfleet-provisioner-k8s"),
+                service_bin("proxyfleet-provisioner-k8s"),
                 "--provider",
                 PROVIDER,
                 "--metrics-port",

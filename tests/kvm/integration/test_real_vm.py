@@ -34,8 +34,10 @@ from tests.kvm.conftest import LibvirtDaemon, SshServer
 from tests.kvm.helpers import kvm_provider
 from tests.kvm.netns import forward_into, run_in
 
+from proxyfleet.devstack.commands import service_bin
+from proxyfleet.devstack.options import StackOptions
 from proxyfleet.devstack.servers import free_port
-from proxyfleet.devstack.stack import Stack, StackOptions, _bin
+from proxyfleet.devstack.stack import Stack
 from proxyfleet.provisioner_kvm.pure.config import KvmHost
 from proxyfleet.provisioner_kvm.pure.names import domain_name
 
@@ -96,7 +98,7 @@ async def stack(
         extra_providers=kvm_provider_yaml(kvm_host, target_port, tmp_path / "cache"),
         extra_services={
             "provisioner-kvm": [
-                _bin("proxyfleet-provisioner-kvm"),
+                service_bin("proxyfleet-provisioner-kvm"),
                 "--provider",
                 "onprem",
                 "--metrics-port",

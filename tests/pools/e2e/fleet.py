@@ -25,8 +25,10 @@ from proxyfleet.common.clock import SystemClock
 from proxyfleet.common.models import Withheld
 from proxyfleet.common.pool_spec import Owner, PoolSpec
 from proxyfleet.common.store import PoolStore, connect_redis
+from proxyfleet.devstack.options import StackOptions
+from proxyfleet.devstack.providers import stop_local_proxies
 from proxyfleet.devstack.servers import free_port
-from proxyfleet.devstack.stack import Stack, StackOptions, stop_local_proxies
+from proxyfleet.devstack.stack import Stack
 
 NS = "pf"
 INSTALLATION = "pools-e2e"

@@ -30,10 +30,10 @@ from litestar import Controller, Litestar, Router, get, post
 from litestar.di import NamedDependency, Provide
 from litestar.status_codes import HTTP_200_OK
 
-from proxyfleet.api.app import create_app
-from proxyfleet.api.auth import Scope, TokenAuth
+from proxyfleet.api.app import create_app, token_auth
 from proxyfleet.api.deps import AppDeps, Backends, Connector, open_backends
 from proxyfleet.api.gctune import tune_gc
+from proxyfleet.api.http.auth import Scope
 from proxyfleet.api.settings import ApiSettings
 from proxyfleet.common.clock import Clock, SystemClock
 from proxyfleet.common.logging import configure_logging
@@ -127,7 +127,7 @@ def create_bench_app(
     app.register(
         Router(
             path="/",
-            guards=[TokenAuth.from_settings(settings).guard],
+            guards=[token_auth(settings).guard],
             route_handlers=[BenchController],
             dependencies={"bench_script": Provide(provide_script)},
         )

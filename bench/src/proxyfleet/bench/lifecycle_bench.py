@@ -22,7 +22,9 @@ from proxyfleet.bench.figures import Figure
 from proxyfleet.bench.health_proc import rss_mb
 from proxyfleet.bench.lifecycle_events import EventLog, Seen, percentile
 from proxyfleet.common.store import connect_redis
-from proxyfleet.devstack.stack import Stack, StackOptions, stop_local_proxies
+from proxyfleet.devstack.options import StackOptions
+from proxyfleet.devstack.providers import stop_local_proxies
+from proxyfleet.devstack.stack import Stack
 
 SERVICES = ("health", "provisioner", "gc")
 """Services whose RSS this module reports (the API's is the API benchmarks')."""

@@ -30,7 +30,9 @@ from proxyfleet.bench.pools_cpu import cpu_figure, pass_cost
 from proxyfleet.common.clock import SystemClock
 from proxyfleet.common.pool_spec import Owner, PoolSpec
 from proxyfleet.common.store import PoolStore, connect_redis
-from proxyfleet.devstack.stack import Stack, StackOptions, stop_local_proxies
+from proxyfleet.devstack.options import StackOptions
+from proxyfleet.devstack.providers import stop_local_proxies
+from proxyfleet.devstack.stack import Stack
 
 POOL = "bench"
 INSTALLATION = "bench-pools"

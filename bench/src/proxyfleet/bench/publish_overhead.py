@@ -1,6 +1,6 @@
 """Per-message cost of publishing through FastStream's NatsBroker against nats-py directly,
 on a local nats-server of its own: the figure behind keeping the hot publishers (API
-events, probe results) on nats-py (docs/architecture.md).
+events, probe results) on nats-py (docs/decisions/outbox-and-events.md, E6).
 
 `python -m proxyfleet.bench.publish_overhead [messages]` prints CPU µs per message (this
 process's CPU time over the publishes, which moves less than wall time on a shared machine)

@@ -9,7 +9,8 @@
 `AsyncClient` is the same with `async with` and `await`.
 """
 
-from proxyfleet.client.aio import AsyncClient, AsyncHeldLease
+from proxyfleet.client.aio import AsyncClient
+from proxyfleet.client.aio_held_lease import AsyncHeldLease
 from proxyfleet.client.errors import (
     ApiError,
     BadRequest,
@@ -44,7 +45,8 @@ from proxyfleet.client.models import (
     RenewedLease,
     ReportedLease,
 )
-from proxyfleet.client.sync import Client, HeldLease
+from proxyfleet.client.sync import Client
+from proxyfleet.client.sync_held_lease import HeldLease
 
 __all__ = [
     "ApiError",

@@ -50,7 +50,7 @@ class _CurrentStdout:
 
     A pipe whose reader is gone (a dev launcher SIGKILLed) makes every write fail with
     EPIPE; a log line must not stop a service from stopping, so the output is dropped from
-    then on (decision 118)."""
+    then on (SH7 in docs/decisions/service-host.md)."""
 
     def write(self, text: str) -> int:
         try:

@@ -10,23 +10,23 @@ from contextlib import asynccontextmanager
 from litestar import Litestar, Router
 from litestar.datastructures import State
 
-from proxyfleet.api.allow import point_options_at_final_routes
-from proxyfleet.api.auth import Scope, TokenAuth
 from proxyfleet.api.container import DEPENDENCIES, build_services
 from proxyfleet.api.deps import AppDeps
-from proxyfleet.api.docs_ui import assets_router
-from proxyfleet.api.errors import EXCEPTION_HANDLERS
 from proxyfleet.api.feed.controller import FeedController
 from proxyfleet.api.feed.stream import STATE_KEY, EventStreams
+from proxyfleet.api.http.allow import point_options_at_final_routes
+from proxyfleet.api.http.auth import Scope, TokenAuth
+from proxyfleet.api.http.docs_ui import assets_router
+from proxyfleet.api.http.errors import EXCEPTION_HANDLERS
+from proxyfleet.api.http.openapi import OPENAPI, MsgspecStructSchemas
+from proxyfleet.api.http.openapi_headers import document_retry_after
+from proxyfleet.api.http.request_metrics import request_metrics_middleware
 from proxyfleet.api.leases.controller import LeaseController
-from proxyfleet.api.openapi import OPENAPI, MsgspecStructSchemas
-from proxyfleet.api.openapi_headers import document_retry_after
+from proxyfleet.api.leases.sweeper import run_sweeper
 from proxyfleet.api.pools.controller import PoolController
 from proxyfleet.api.providers.controller import ProviderController
 from proxyfleet.api.proxies.controller import ProxyController
-from proxyfleet.api.request_metrics import request_metrics_middleware
 from proxyfleet.api.settings import ApiSettings
-from proxyfleet.api.sweeper import run_sweeper
 from proxyfleet.api.system.controller import SystemController
 from proxyfleet.api.system.echo import echo_router
 from proxyfleet.api.ui.controller import ui_router
@@ -68,10 +68,15 @@ def _log_failure(task: asyncio.Task[None]) -> None:
         log.error("api.backends_failed", error=repr(exc))
 
 
+def token_auth(settings: ApiSettings) -> TokenAuth:
+    """The bearer-token auth of `settings` (ConfigError when a token is malformed)."""
+    return TokenAuth(settings.admin_tokens, settings.client_tokens, insecure=settings.insecure_dev)
+
+
 def create_app(settings: ApiSettings, deps: AppDeps) -> Litestar:
     """Raises ConfigError when the settings cannot serve (e.g. no token, not insecure)."""
     settings.check()
-    auth = TokenAuth.from_settings(settings)
+    auth = token_auth(settings)
     v1 = Router(
         path="/v1",
         guards=[auth.guard],

@@ -9,10 +9,10 @@ from litestar.datastructures import State
 from litestar.di import Provide
 
 from proxyfleet.api.deps import AppDeps, Backends
-from proxyfleet.api.events import Messages
 from proxyfleet.api.leases.service import LeaseService
 from proxyfleet.api.pools.service import PoolService
 from proxyfleet.api.providers.service import ProviderCatalog, ProviderService
+from proxyfleet.api.proxies.intents import Messages
 from proxyfleet.api.proxies.service import ProxyService
 from proxyfleet.api.settings import ApiSettings
 from proxyfleet.common.errors import TemporaryError

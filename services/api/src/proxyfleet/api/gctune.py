@@ -1,4 +1,4 @@
-"""Garbage-collector tuning of the API process (decision 16 of docs/architecture.md)."""
+"""Garbage-collector tuning of the API process (A10 in docs/decisions/api.md)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The API's Prometheus metrics of the domain (leases, publishing, the registry).
 
 No web framework here: the domain services count into these. The per-request latency
-middleware is in proxyfleet.api.request_metrics."""
+middleware is in proxyfleet.api.http.request_metrics."""
 
 from __future__ import annotations
 

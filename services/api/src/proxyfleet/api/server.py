@@ -11,7 +11,7 @@ import uvicorn
 from litestar import Litestar
 
 from proxyfleet.api.feed.stream import event_streams_of
-from proxyfleet.api.head import with_head
+from proxyfleet.api.http.head import with_head
 from proxyfleet.api.settings import ApiSettings
 
 

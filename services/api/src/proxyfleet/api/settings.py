@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from proxyfleet.api.system.echo import parse_trusted
+from proxyfleet.api.http.forwarded import parse_trusted
 from proxyfleet.common.errors import ConfigError
 from proxyfleet.common.settings import CommonSettings, option
 from proxyfleet.common.tokens import parse_tokens

@@ -4,7 +4,8 @@ Until a side is piped to another, what it receives is kept, so a request or resp
 can be read from it (bounded). Once piped, each chunk it receives is written straight into
 its sink's transport from the callback, and the sink's flow control pauses reading here
 while the sink's write buffer is full. No copy task, no await per chunk: against streams
-with two copy tasks, gateway CPU per tunnel fell from 786-805 us to 641 us (decision 93).
+with two copy tasks, gateway CPU per tunnel fell from 786-805 us to 641 us
+(GW2 in docs/decisions/gateway.md).
 
 A plain-HTTP body is metered instead (`meter_to`): what arrives goes to the sink until
 its `framing.Body` is complete, and what follows is kept as the next head, so a client

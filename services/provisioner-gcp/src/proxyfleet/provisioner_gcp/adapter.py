@@ -18,11 +18,16 @@ from proxyfleet.common.cloud_init import CloudInitSpec, render_user_data
 from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.models import ManagedResource, Provisioned, ProxySpec
-from proxyfleet.provisioner_gcp.calls import Compute, GcePermanentError, GceTemporaryError
+from proxyfleet.common.runner.failures import (
+    ClassifiedPermanentError,
+    ClassifiedTemporaryError,
+    Kind,
+    failure_kind,
+)
+from proxyfleet.provisioner_gcp.calls import Compute
 from proxyfleet.provisioner_gcp.instances import Firewall, Images, Instances, InstanceView
 from proxyfleet.provisioner_gcp.metrics import ZONE_ERRORS
 from proxyfleet.provisioner_gcp.pure import names, plans
-from proxyfleet.provisioner_gcp.pure.classify import Kind
 from proxyfleet.provisioner_gcp.pure.config import GcpSettings, is_pinned
 from proxyfleet.provisioner_gcp.pure.plans import (
     FirewallRule,
@@ -154,7 +159,7 @@ class GcpProvider:
         for i, (zone, gce_zone) in enumerate(zones):
             try:
                 await self._insert(spec, name, gce_zone, image)
-            except GceTemporaryError as exc:
+            except ClassifiedTemporaryError as exc:
                 if exc.classified.kind is not Kind.CAPACITY:
                     raise
                 ZONE_ERRORS.labels(gce_zone, "capacity").inc()
@@ -168,8 +173,7 @@ class GcpProvider:
                 )
                 continue
             except PermanentProviderError as exc:
-                code = getattr(exc, "classified", None)
-                if code is not None and code.kind is Kind.QUOTA:
+                if failure_kind(exc) is Kind.QUOTA:
                     ZONE_ERRORS.labels(gce_zone, "quota").inc()
                 raise
             inst = await self._instances.get(gce_zone, name)
@@ -227,13 +231,13 @@ class GcpProvider:
                 try:
                     await self._instances.insert(gce_zone, body, rid)
                     break
-                except GcePermanentError as exc:
+                except ClassifiedPermanentError as exc:
                     # Made by an earlier attempt whose requestId Compute no longer holds
                     # (or by another replica): the caller reads it back by name.
                     if exc.classified.code != "alreadyExists":
                         raise
                     break
-                except GceTemporaryError as exc:
+                except ClassifiedTemporaryError as exc:
                     # No answer: the insert may have landed. The same requestId makes the
                     # second attempt return the first one's operation, never a second VM.
                     if exc.classified.code != "no_response" or attempt == 2:

@@ -1,6 +1,6 @@
-"""Every Compute API call goes through here: run in a worker thread (the REST clients
-block), counted, timed, and its failure classified on Google's error codes and raised as
-the taxonomy (`GceTemporaryError` / `GcePermanentError`, carrying the classification).
+"""Every Compute API call goes through here: run by the runner's blocking-call executor
+(the REST clients block), its failure classified on Google's error codes (the table
+`CLASSIFIER`, pure/classify.py) and raised as the taxonomy, carrying the classification.
 
 Operations are waited on with Zone/GlobalOperationsClient built with the same client
 options as the other clients: `ExtendedOperation.result()` would poll Google's default
@@ -9,10 +9,7 @@ endpoint whatever the client was built with.
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import google.auth
@@ -25,21 +22,19 @@ from google.cloud import compute_v1
 from google.oauth2 import service_account
 
 from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import ConfigError, PermanentProviderError, TemporaryProviderError
+from proxyfleet.common.errors import ConfigError
 from proxyfleet.common.logging import get_logger
-from proxyfleet.provisioner_gcp.metrics import (
-    API_CALL_SECONDS,
-    API_CALLS,
-    API_ERRORS,
-    OPERATIONS_IN_FLIGHT,
-)
-from proxyfleet.provisioner_gcp.pure.classify import (
-    ApiFailure,
+from proxyfleet.common.runner.blocking import BlockingCalls, CallReport
+from proxyfleet.common.runner.failures import (
     Classified,
-    ErrorEntry,
+    ClassifiedPermanentError,
+    ClassifiedTemporaryError,
+    Classifier,
     Kind,
-    classify,
+    row,
 )
+from proxyfleet.provisioner_gcp.metrics import API, OPERATIONS_IN_FLIGHT
+from proxyfleet.provisioner_gcp.pure.classify import ApiFailure, ErrorEntry, classify
 from proxyfleet.provisioner_gcp.pure.config import GcpSettings
 
 T = TypeVar("T")
@@ -50,32 +45,56 @@ CALL_TIMEOUT = 60.0
 WAIT_TIMEOUT = 150.0
 """Seconds an operations.wait call may take: Google answers it when the operation is DONE
 or after about two minutes, so a shorter timeout would cut healthy waits."""
-
-
-class GceTemporaryError(TemporaryProviderError):
-    def __init__(self, c: Classified, zone: str = "") -> None:
-        super().__init__(c.message, retry_after=c.retry_after)
-        self.classified = c
-        self.zone = zone
-
-
-class GcePermanentError(PermanentProviderError):
-    def __init__(self, c: Classified, zone: str = "") -> None:
-        super().__init__(c.message)
-        self.classified = c
-        self.zone = zone
-
-
-def is_not_found(exc: BaseException) -> bool:
-    return isinstance(exc, GcePermanentError) and exc.classified.kind is Kind.NOT_FOUND
-
-
 ALREADY_EXISTS = frozenset({"alreadyExists", "RESOURCE_ALREADY_EXISTS"})
 """The call's reason, and the code of an operation that lost a race to the same name."""
 
 
 def is_already_exists(exc: BaseException) -> bool:
-    return isinstance(exc, GcePermanentError) and exc.classified.code in ALREADY_EXISTS
+    return isinstance(exc, ClassifiedPermanentError) and exc.classified.code in ALREADY_EXISTS
+
+
+def _call_error(exc: gexc.GoogleAPICallError, what: str) -> Classified:
+    return classify(
+        ApiFailure(
+            status=int(exc.code) if isinstance(exc.code, int) else None,
+            message=exc.message or str(exc),
+            entries=[
+                ErrorEntry(code=str(e.get("reason", "")), message=str(e.get("message", "")))
+                for e in (exc.errors or [])
+                if isinstance(e, dict)
+            ],
+            retry_after=_retry_after(exc.response),
+        )
+    )
+
+
+def _no_response(exc: BaseException, what: str) -> Classified:
+    # No answer (connection dropped, timed out): the call may or may not have landed; the
+    # retry carries the same requestId, so it is safe either way.
+    return Classified(Kind.TEMPORARY, "no_response", f"{what}: no answer ({type(exc).__name__})")
+
+
+CLASSIFIER = Classifier(
+    (
+        row(gexc.GoogleAPICallError, _call_error),
+        row((requests.exceptions.RequestException, gexc.RetryError, TimeoutError), _no_response),
+        row(
+            google.auth.exceptions.TransportError,
+            lambda exc, _: Classified(Kind.TEMPORARY, "auth_transport", str(exc)),
+        ),
+        row(
+            google.auth.exceptions.GoogleAuthError,
+            lambda exc, _: Classified(Kind.PERMANENT, "auth", str(exc)),
+        ),
+    )
+)
+
+
+def _log_error(report: CallReport) -> None:
+    if report.failure is not None and report.counted:
+        kind = report.failure.kind.value
+        log.debug("gcp.api_error", method=report.op[0], code=report.failure.code, kind=kind,
+                  **report.context)  # fmt: skip
 
 
 def credentials_for(settings: GcpSettings) -> Credentials:
@@ -116,7 +135,10 @@ class Compute:
             self.images, self.disks, self.addresses,
         ]  # fmt: skip
         self._clock = clock
-        self._executor = ThreadPoolExecutor(threads, thread_name_prefix="gcp-api")
+        self._calls = BlockingCalls(
+            API, CLASSIFIER, threads=threads, thread_name="gcp-api", sdk_timeout=CALL_TIMEOUT,
+            quiet={Kind.NOT_FOUND}, report=_log_error,
+        )  # fmt: skip
         self._operation_timeout = settings.operation_timeout
 
     async def call(
@@ -127,19 +149,13 @@ class Compute:
         http_timeout: float = CALL_TIMEOUT,
         **request: Any,
     ) -> T:
-        """`fn(**request)` in a worker thread; failures raised as the taxonomy."""
-        API_CALLS.labels(method).inc()
-        start = time.perf_counter()
-        loop = asyncio.get_running_loop()
-        try:
-            result = await loop.run_in_executor(
-                self._executor, lambda: fn(timeout=http_timeout, **request)
-            )
-        except Exception as exc:
-            API_CALL_SECONDS.labels(method, "error").observe(time.perf_counter() - start)
-            raise self._translate(method, exc, zone) from None
-        API_CALL_SECONDS.labels(method, "ok").observe(time.perf_counter() - start)
-        return result
+        """`fn(**request)` in a worker thread; failures raised as the taxonomy. The client's
+        default retry of reads (503 and 504, for up to 600 s) is off: it would hold a
+        thread through an outage that the runner's backoff is there to wait out."""
+        return await self._calls.run(
+            (method,), lambda timeout: fn(timeout=timeout, retry=None, **request),
+            sdk_timeout=http_timeout, zone=zone,
+        )  # fmt: skip
 
     async def mutate(
         self,
@@ -167,11 +183,10 @@ class Compute:
         deadline = self._clock.now() + self._operation_timeout
         while op.status != compute_v1.Operation.Status.DONE:
             if self._clock.now() >= deadline:
-                raise GceTemporaryError(
+                raise ClassifiedTemporaryError(
                     Classified(Kind.TEMPORARY, "operation_timeout",
                                f"operation {op.name} ({method}) not done after "
                                f"{self._operation_timeout:g} s"),
-                    zone,
                 )  # fmt: skip
             p = self.project
             if zone:
@@ -200,49 +215,13 @@ class Compute:
                 message=op.http_error_message or "",
                 entries=[_entry(e) for e in op.error.errors],
             )
-            raise self._raise(method, classify(failure), zone)
+            raise self._calls.failed((method,), classify(failure), zone=zone)
         return op
-
-    def _translate(self, method: str, exc: Exception, zone: str) -> Exception:
-        if isinstance(exc, GceTemporaryError | GcePermanentError):
-            return exc
-        if isinstance(exc, gexc.GoogleAPICallError):
-            failure = ApiFailure(
-                status=int(exc.code) if isinstance(exc.code, int) else None,
-                message=exc.message or str(exc),
-                entries=[
-                    ErrorEntry(code=str(e.get("reason", "")), message=str(e.get("message", "")))
-                    for e in (exc.errors or [])
-                    if isinstance(e, dict)
-                ],
-                retry_after=_retry_after(exc.response),
-            )
-            return self._raise(method, classify(failure), zone)
-        if isinstance(exc, requests.exceptions.RequestException | gexc.RetryError | TimeoutError):
-            # No answer (connection dropped, timed out): the call may or may not have landed;
-            # the retry carries the same requestId, so it is safe either way.
-            c = Classified(
-                Kind.TEMPORARY, "no_response", f"{method}: no answer ({type(exc).__name__})"
-            )
-            return self._raise(method, c, zone)
-        if isinstance(exc, google.auth.exceptions.TransportError):
-            return self._raise(method, Classified(Kind.TEMPORARY, "auth_transport", str(exc)), zone)
-        if isinstance(exc, google.auth.exceptions.GoogleAuthError):
-            return self._raise(method, Classified(Kind.PERMANENT, "auth", str(exc)), zone)
-        return exc
-
-    def _raise(self, method: str, c: Classified, zone: str) -> Exception:
-        if c.kind is not Kind.NOT_FOUND:
-            API_ERRORS.labels(method, c.code).inc()
-            log.debug("gcp.api_error", method=method, code=c.code, kind=c.kind.value, zone=zone)
-        if c.kind in (Kind.TEMPORARY, Kind.CAPACITY):
-            return GceTemporaryError(c, zone)
-        return GcePermanentError(c, zone)
 
     def close(self) -> None:
         for client in self._clients:
             client.transport.close()
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._calls.close()
 
 
 def _entry(e: compute_v1.Errors) -> ErrorEntry:

@@ -7,6 +7,7 @@ a name that exists already is adopted, a delete of what is gone succeeds.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,12 +15,8 @@ from google.cloud import compute_v1
 
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.logging import get_logger
-from proxyfleet.provisioner_gcp.calls import (
-    Compute,
-    GcePermanentError,
-    is_already_exists,
-    is_not_found,
-)
+from proxyfleet.common.runner.failures import ClassifiedPermanentError, ResourceMissing
+from proxyfleet.provisioner_gcp.calls import Compute, is_already_exists
 from proxyfleet.provisioner_gcp.pure import names
 from proxyfleet.provisioner_gcp.pure.config import GcpSettings
 from proxyfleet.provisioner_gcp.pure.plans import FirewallRule, firewall_changes
@@ -93,10 +90,8 @@ class Instances:
         request = compute_v1.GetInstanceRequest(project=c.project, zone=gce_zone, instance=name)
         try:
             return view(await c.call("instances.get", c.instances.get, gce_zone, request=request))
-        except GcePermanentError as exc:
-            if is_not_found(exc):
-                return None
-            raise
+        except ResourceMissing:
+            return None
 
     async def insert(self, gce_zone: str, body: dict[str, Any], request_id: str) -> None:
         c = self._c
@@ -116,10 +111,8 @@ class Instances:
         )
         try:
             await c.mutate("instances.delete", c.instances.delete_unary, gce_zone, request=request)
-        except GcePermanentError as exc:
-            if is_not_found(exc):
-                return False
-            raise
+        except ResourceMissing:
+            return False
         return True
 
 
@@ -186,9 +179,7 @@ class Firewall:
                     firewall_resource=compute_v1.Firewall(patch),
                 ),
             )
-        except GcePermanentError as exc:
-            if not is_not_found(exc):
-                raise
+        except ResourceMissing:
             await self._insert()  # a sweep on another replica deleted it meanwhile
             return
         log.info("gcp.firewall_corrected", firewall=rule.name, fields=sorted(patch))
@@ -207,7 +198,7 @@ class Firewall:
                     project=c.project, firewall_resource=compute_v1.Firewall(rule.body())
                 ),
             )
-        except GcePermanentError as exc:
+        except ClassifiedPermanentError as exc:
             if not is_already_exists(exc):
                 raise
             log.info("gcp.firewall_made_elsewhere", firewall=rule.name)
@@ -222,10 +213,8 @@ class Firewall:
                 c.firewalls.get,
                 request=compute_v1.GetFirewallRequest(project=c.project, firewall=self.rule.name),
             )
-        except GcePermanentError as exc:
-            if is_not_found(exc):
-                return None
-            raise
+        except ResourceMissing:
+            return None
         return {
             "allowed": [
                 {"I_p_protocol": a.I_p_protocol, "ports": list(a.ports)} for a in fw.allowed
@@ -242,7 +231,7 @@ class Firewall:
 
     async def delete(self) -> None:
         c = self._c
-        try:
+        with contextlib.suppress(ResourceMissing):  # gone already
             await c.mutate(
                 "firewalls.delete",
                 c.firewalls.delete_unary,
@@ -250,9 +239,6 @@ class Firewall:
                     project=c.project, firewall=self.rule.name
                 ),
             )
-        except GcePermanentError as exc:
-            if not is_not_found(exc):
-                raise
         self._checked = False
 
 

@@ -2,25 +2,16 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import Counter, Gauge
 
-from proxyfleet.common.metrics import LATENCY_BUCKETS
+from proxyfleet.common.runner.blocking import CallMetrics
 
-API_CALL_SECONDS = Histogram(
-    "proxyfleet_gcp_api_call_seconds",
-    "Latency of Compute API calls by method and result (ok or error).",
-    ["method", "result"],
-    buckets=LATENCY_BUCKETS,
-)
-API_CALLS = Counter(
-    "proxyfleet_gcp_api_calls_total",
-    "Compute API calls made, by method (operation waits included).",
+API = CallMetrics.define(
+    "proxyfleet_gcp_api",
     ["method"],
-)
-API_ERRORS = Counter(
-    "proxyfleet_gcp_api_errors_total",
-    "Compute API calls or operations that failed, by method and error code.",
-    ["method", "code"],
+    seconds_help="Latency of Compute API calls by method and result (ok or error).",
+    calls_help="Compute API calls made, by method (operation waits included).",
+    errors_help="Compute API calls or operations that failed, by method and error code.",
 )
 OPERATIONS_IN_FLIGHT = Gauge(
     "proxyfleet_gcp_operations_in_flight",

@@ -20,7 +20,8 @@ from google.cloud import compute_v1
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.errors import ProviderError
 from proxyfleet.common.logging import get_logger
-from proxyfleet.provisioner_gcp.calls import Compute, GcePermanentError, is_not_found
+from proxyfleet.common.runner.failures import ResourceMissing
+from proxyfleet.provisioner_gcp.calls import Compute
 from proxyfleet.provisioner_gcp.instances import Firewall, InstanceView
 from proxyfleet.provisioner_gcp.metrics import SWEPT
 from proxyfleet.provisioner_gcp.pure import names
@@ -143,6 +144,5 @@ class Sweeper:
                 if await self._instances():  # an insert landed while the rule went
                     log.info("gcp.firewall_restored", firewall=self._firewall.rule.name)
                     await self._firewall.verify()
-        except GcePermanentError as exc:
-            if not is_not_found(exc):
-                raise
+        except ResourceMissing:
+            pass  # gone already

@@ -1,8 +1,8 @@
-"""Every Kubernetes API call goes through here: run in a bounded pool of worker threads
-(the official client blocks), with a request timeout, counted, timed, and its failure
-classified (pure/classify.py) and raised as the taxonomy: `KubeTemporaryError` or
-`KubePermanentError`, carrying the classification (not found, already exists and gone
-are permanent errors of their own kind, which callers test with `is_not_found` & co.).
+"""Every Kubernetes API call goes through here: run by the runner's blocking-call executor
+(the official client blocks) with a request timeout, its failure classified (the table
+`CLASSIFIER`, pure/classify.py) and raised as the taxonomy, carrying the classification
+(not found, already exists and gone are permanent errors of their own kind, which callers
+test with `failure_kind`).
 
 Responses are read as JSON dicts (`_preload_content=False`): the pure modules work on
 the API's own field names, and a list of hundreds of pods is not turned into models.
@@ -10,24 +10,21 @@ the API's own field names, and a list of hundreds of pods is not turned into mod
 
 from __future__ import annotations
 
-import asyncio
 import json
-import time
 from collections.abc import Callable
-from concurrent.futures import Executor, ThreadPoolExecutor
 from typing import Any
 
 import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException, OpenApiException
 
-from proxyfleet.common.errors import ConfigError, PermanentProviderError, TemporaryProviderError
+from proxyfleet.common.errors import ConfigError
 from proxyfleet.common.logging import get_logger
-from proxyfleet.provisioner_k8s.metrics import API_CALL_SECONDS, API_CALLS, API_ERRORS
+from proxyfleet.common.runner.blocking import BlockingCalls, CallReport
+from proxyfleet.common.runner.failures import Classified, Classifier, Kind, row
+from proxyfleet.provisioner_k8s.metrics import API
 from proxyfleet.provisioner_k8s.pure.classify import (
     ApiFailure,
-    Classified,
-    Kind,
     classify,
     retry_after_header,
     status_body,
@@ -40,32 +37,42 @@ CONNECT_TIMEOUT = 10.0
 """Seconds to open a connection to the API server (within the request timeout)."""
 
 
-class KubeTemporaryError(TemporaryProviderError):
-    def __init__(self, c: Classified) -> None:
-        super().__init__(c.message, retry_after=c.retry_after)
-        self.classified = c
+def _api_error(exc: ApiException, what: str) -> Classified:
+    reason, message, retry = status_body(exc.body)
+    headers = exc.headers or {}
+    failure = ApiFailure(
+        status=int(exc.status) if exc.status else None,
+        reason=reason or str(exc.reason or ""),
+        message=message,
+        retry_after=retry_after_header(headers.get("Retry-After")) or retry,
+    )
+    return classify(failure, what)
 
 
-class KubePermanentError(PermanentProviderError):
-    def __init__(self, c: Classified) -> None:
-        super().__init__(c.message)
-        self.classified = c
+def _no_response(exc: BaseException, what: str) -> Classified:
+    # No answer (refused, reset, timed out): a create may or may not have landed; the
+    # retry meets it as AlreadyExists and adopts it.
+    return classify(ApiFailure(status=None, reason=type(exc).__name__), what)
 
 
-def _kind_is(exc: BaseException, kind: Kind) -> bool:
-    return isinstance(exc, KubePermanentError) and exc.classified.kind is kind
+CLASSIFIER = Classifier(
+    (
+        row(ApiException, _api_error),
+        row((urllib3.exceptions.HTTPError, OSError, TimeoutError), _no_response),
+        row(
+            (OpenApiException, ValueError),
+            lambda exc, what: Classified(Kind.PERMANENT, "client", f"{what}: {exc}"),
+        ),
+    )
+)
 
 
-def is_not_found(exc: BaseException) -> bool:
-    return _kind_is(exc, Kind.NOT_FOUND)
-
-
-def is_exists(exc: BaseException) -> bool:
-    return _kind_is(exc, Kind.EXISTS)
-
-
-def is_gone(exc: BaseException) -> bool:
-    return _kind_is(exc, Kind.GONE)
+def _log_error(report: CallReport) -> None:
+    if report.failure is not None and report.counted:
+        verb, resource = report.op
+        kind = report.failure.kind.value
+        log.debug("k8s.api_error", verb=verb, resource=resource, code=report.failure.code,
+                  kind=kind)  # fmt: skip
 
 
 def load_configuration(s: K8sSettings) -> client.Configuration:
@@ -97,8 +104,10 @@ class Kube:
         cfg.retries = False
         self.api = client.ApiClient(cfg)
         self.core = client.CoreV1Api(self.api)
-        self._executor = ThreadPoolExecutor(threads, thread_name_prefix="k8s-api")
-        self._timeout = (min(CONNECT_TIMEOUT, request_timeout), request_timeout)
+        self.calls = BlockingCalls(
+            API, CLASSIFIER, threads=threads, thread_name="k8s-api",
+            sdk_timeout=request_timeout, quiet={Kind.NOT_FOUND, Kind.EXISTS}, report=_log_error,
+        )  # fmt: skip
         self._closed = False
 
     async def call(
@@ -108,19 +117,14 @@ class Kube:
         fn: Callable[..., Any],
         *args: Any,
         what: str = "",
-        executor: Executor | None = None,
-        http_timeout: tuple[float, float] | None = None,
         **kwargs: Any,
     ) -> Json:
         """`fn(*args, **kwargs)` in a worker thread, its JSON body returned as a dict;
         failures raised as the taxonomy, their message naming `what` (else verb and
         resource)."""
-        API_CALLS.labels(verb, resource).inc()
-        started = time.perf_counter()
-        loop = asyncio.get_running_loop()
-        request_timeout = http_timeout or self._timeout
 
-        def run() -> Json:
+        def run(timeout: float | None) -> Json:
+            request_timeout = None if timeout is None else (min(CONNECT_TIMEOUT, timeout), timeout)
             resp = fn(*args, _preload_content=False, _request_timeout=request_timeout, **kwargs)
             try:
                 data = resp.data
@@ -129,52 +133,11 @@ class Kube:
             doc = json.loads(data) if data else {}
             return doc if isinstance(doc, dict) else {}
 
-        try:
-            result = await loop.run_in_executor(executor or self._executor, run)
-        except Exception as exc:
-            API_CALL_SECONDS.labels(verb, resource, "error").observe(time.perf_counter() - started)
-            raise self.translate(verb, resource, exc, what) from None
-        API_CALL_SECONDS.labels(verb, resource, "ok").observe(time.perf_counter() - started)
-        return result
-
-    def translate(self, verb: str, resource: str, exc: BaseException, what: str = "") -> Exception:
-        """The taxonomy error for a failure of the client (ApiException, urllib3, JSON)."""
-        if isinstance(exc, KubeTemporaryError | KubePermanentError):
-            return exc
-        what = what or f"{verb} {resource}"
-        if isinstance(exc, ApiException):
-            reason, message, retry = status_body(exc.body)
-            headers = exc.headers or {}
-            failure = ApiFailure(
-                status=int(exc.status) if exc.status else None,
-                reason=reason or str(exc.reason or ""),
-                message=message,
-                retry_after=retry_after_header(headers.get("Retry-After")) or retry,
-            )
-            return self.error_for(verb, resource, classify(failure, what))
-        if isinstance(exc, urllib3.exceptions.HTTPError | OSError | TimeoutError):
-            # No answer (refused, reset, timed out): a create may or may not have landed;
-            # the retry meets it as AlreadyExists and adopts it.
-            failure = ApiFailure(status=None, reason=type(exc).__name__)
-            return self.error_for(verb, resource, classify(failure, what))
-        if isinstance(exc, OpenApiException | ValueError):
-            return self.error_for(
-                verb, resource, Classified(Kind.PERMANENT, "client", f"{what}: {exc}")
-            )
-        return exc if isinstance(exc, Exception) else RuntimeError(str(exc))
-
-    def error_for(self, verb: str, resource: str, c: Classified) -> Exception:
-        """The taxonomy error of a classified failure (counted unless a miss or a 409)."""
-        if c.kind not in (Kind.NOT_FOUND, Kind.EXISTS):
-            API_ERRORS.labels(verb, resource, c.code).inc()
-            log.debug("k8s.api_error", verb=verb, resource=resource, code=c.code, kind=c.kind.value)
-        if c.kind is Kind.TEMPORARY:
-            return KubeTemporaryError(c)
-        return KubePermanentError(c)
+        return await self.calls.run((verb, resource), run, what=what)
 
     def close(self) -> None:
         if self._closed:
             return
         self._closed = True
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self.calls.close()
         self.api.close()  # type: ignore[no-untyped-call]

@@ -3,26 +3,17 @@ proxyfleet_provider_call_seconds, come on top)."""
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter
 
-from proxyfleet.common.metrics import LATENCY_BUCKETS
+from proxyfleet.common.runner.blocking import CallMetrics
 
-API_CALL_SECONDS = Histogram(
-    "proxyfleet_k8s_api_call_seconds",
-    "Latency of Kubernetes API calls by verb, resource and result (ok or error).",
-    ["verb", "resource", "result"],
-    buckets=LATENCY_BUCKETS,
-)
-API_CALLS = Counter(
-    "proxyfleet_k8s_api_calls_total",
-    "Kubernetes API calls made, by verb and resource (each watch request counts once).",
+API = CallMetrics.define(
+    "proxyfleet_k8s_api",
     ["verb", "resource"],
-)
-API_ERRORS = Counter(
-    "proxyfleet_k8s_api_errors_total",
-    "Kubernetes API calls that failed, by verb, resource and code (quota, forbidden,"
+    seconds_help="Latency of Kubernetes API calls by verb, resource and result (ok or error).",
+    calls_help="Kubernetes API calls made, by verb and resource (each watch request counts once).",
+    errors_help="Kubernetes API calls that failed, by verb, resource and code (quota, forbidden,"
     " invalid, http_429, http_503, no_response, ...; not found and exists left out).",
-    ["verb", "resource", "code"],
 )
 WATCH_RESTARTS = Counter(
     "proxyfleet_k8s_watch_restarts_total",

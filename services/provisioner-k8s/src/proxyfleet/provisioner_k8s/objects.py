@@ -18,7 +18,13 @@ from kubernetes import client
 
 from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
 from proxyfleet.common.logging import get_logger
-from proxyfleet.provisioner_k8s.calls import Json, Kube, KubePermanentError, is_exists, is_not_found
+from proxyfleet.common.runner.failures import (
+    ClassifiedPermanentError,
+    Kind,
+    ResourceMissing,
+    failure_kind,
+)
+from proxyfleet.provisioner_k8s.calls import Json, Kube
 from proxyfleet.provisioner_k8s.metrics import ADOPTED_OBJECTS
 from proxyfleet.provisioner_k8s.pure import names
 
@@ -75,8 +81,8 @@ class Objects:
         for attempt in (1, 2):
             try:
                 return await self._create(resource, manifest)
-            except KubePermanentError as exc:
-                if not is_exists(exc):
+            except ClassifiedPermanentError as exc:
+                if failure_kind(exc) is not Kind.EXISTS:
                     raise
             found = await self.get(resource, name)
             if found is None:
@@ -111,10 +117,8 @@ class Objects:
             return await self._kube.call(
                 "get", resource, api.read, name, self._ns, what=f"get {resource} {self._ns}/{name}"
             )
-        except KubePermanentError as exc:
-            if is_not_found(exc):
-                return None
-            raise
+        except ResourceMissing:
+            return None
 
     async def list(self, resource: str, selector: str) -> list[Json]:
         api = self._apis[resource]
@@ -142,10 +146,8 @@ class Objects:
                 "delete", resource, api.delete, name, self._ns, body=options,
                 what=f"delete {resource} {self._ns}/{name}",
             )  # fmt: skip
-        except KubePermanentError as exc:
-            if is_not_found(exc):
-                return False
-            raise
+        except ResourceMissing:
+            return False
         return True
 
 

@@ -23,8 +23,9 @@ from typing import Any
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.errors import ProviderError, TemporaryProviderError
 from proxyfleet.common.logging import get_logger
-from proxyfleet.provisioner_k8s.calls import Json, Kube, is_gone
-from proxyfleet.provisioner_k8s.metrics import API_CALLS, WATCH_EVENTS, WATCH_RESTARTS
+from proxyfleet.common.runner.failures import Kind, failure_kind
+from proxyfleet.provisioner_k8s.calls import Json, Kube
+from proxyfleet.provisioner_k8s.metrics import WATCH_EVENTS, WATCH_RESTARTS
 from proxyfleet.provisioner_k8s.pure.classify import ApiFailure, classify
 from proxyfleet.provisioner_k8s.pure.pods import PodState, pod_state
 
@@ -147,7 +148,7 @@ class PodWatch:
                 WATCH_RESTARTS.labels("ended").inc()
                 backoff = 0.5
             except ProviderError as exc:
-                if is_gone(exc):
+                if failure_kind(exc) is Kind.GONE:
                     log.info("k8s.watch_gone", resource_version=self._rv)
                     WATCH_RESTARTS.labels("gone").inc()
                     self._rv = ""
@@ -206,7 +207,7 @@ class PodWatch:
                     _request_timeout=timeout,
                 )
             except Exception as exc:
-                raise self._kube.translate("watch", "pods", exc) from None
+                raise self._kube.calls.translate(("watch", "pods"), exc) from None
             self._resp = resp
             try:
                 for line in _lines(resp):
@@ -222,7 +223,7 @@ class PodWatch:
                 with contextlib.suppress(Exception):
                     resp.release_conn()
 
-        API_CALLS.labels("watch", "pods").inc()
+        self._kube.calls.count_call(("watch", "pods"))
         await loop.run_in_executor(self._thread, stream)
 
     def _event(self, line: str, loop: asyncio.AbstractEventLoop) -> None:
@@ -241,7 +242,7 @@ class PodWatch:
                 reason=str(obj.get("reason", "")),
                 message=str(obj.get("message", "")),
             )
-            raise self._kube.error_for("watch", "pods", classify(failure, "watch pods"))
+            raise self._kube.calls.failed(("watch", "pods"), classify(failure, "watch pods"))
         rv = str((obj.get("metadata") or {}).get("resourceVersion", ""))
         if rv:
             self._rv = rv

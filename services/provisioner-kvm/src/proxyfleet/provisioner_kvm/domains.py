@@ -9,8 +9,8 @@ import libvirt
 
 from proxyfleet.common.errors import ProviderError
 from proxyfleet.common.models import ProxySpec
+from proxyfleet.common.runner.failures import ResourceMissing
 from proxyfleet.provisioner_kvm.host import HostSession
-from proxyfleet.provisioner_kvm.libvirt_calls import Missing
 from proxyfleet.provisioner_kvm.pure.addresses import address_from_agent, address_from_leases
 from proxyfleet.provisioner_kvm.pure.domain_xml import (
     METADATA_PREFIX,
@@ -62,7 +62,7 @@ class Domains:
 
         try:
             raw, active = await self._s.run("domainGetMetadata", read, domain=name)
-        except Missing:
+        except ResourceMissing:
             return None
         self._s.calls.detail(
             "libvirt.domain_metadata", domain=name, metadata=redact_xml(raw) if raw else raw
@@ -114,7 +114,7 @@ class Domains:
                 domain=name,
             )
             found = address_from_agent(ifaces or {}, mac)
-        except Missing:
+        except ResourceMissing:
             raise
         except ProviderError:
             found = None  # no agent yet: it starts late in the guest's boot
@@ -168,6 +168,6 @@ class Domains:
 
         try:
             await self._s.run("domainDestroyUndefine", remove, domain=name)
-        except Missing:
+        except ResourceMissing:
             return False
         return True

@@ -14,7 +14,8 @@ import libvirt
 
 from proxyfleet.common.errors import ProviderError, TemporaryProviderError
 from proxyfleet.common.logging import get_logger
-from proxyfleet.provisioner_kvm.libvirt_calls import ConnectionBroken, LibvirtCalls
+from proxyfleet.common.runner.failures import Kind, failure_kind
+from proxyfleet.provisioner_kvm.libvirt_calls import LibvirtCalls
 from proxyfleet.provisioner_kvm.metrics import SSH_CONNECTS
 from proxyfleet.provisioner_kvm.pure.config import KvmHost
 from proxyfleet.provisioner_kvm.tunnel import SshTunnel
@@ -94,8 +95,9 @@ class HostSession:
         conn = await self._connection()
         try:
             return await self.calls.run(call, lambda: fn(conn), **ids)
-        except ConnectionBroken:
-            await self._drop(conn)
+        except ProviderError as exc:
+            if failure_kind(exc) is Kind.DISCONNECTED:
+                await self._drop(conn)
             raise
 
     async def _connection(self) -> libvirt.virConnect:
@@ -108,13 +110,12 @@ class HostSession:
             try:
                 uri = await self._connector.open()
                 self._conn = await self.calls.run("open", lambda: libvirt.open(uri))
-            except ConnectionBroken as exc:
+            except ProviderError as exc:
                 SSH_CONNECTS.labels(self.host.name, "error").inc()
-                raise TemporaryProviderError(
-                    f"host {self.host.name} (zone {self.host.zone}) unreachable: {exc}"
-                ) from None
-            except ProviderError:
-                SSH_CONNECTS.labels(self.host.name, "error").inc()
+                if failure_kind(exc) is Kind.DISCONNECTED:
+                    raise TemporaryProviderError(
+                        f"host {self.host.name} (zone {self.host.zone}) unreachable: {exc}"
+                    ) from None
                 raise
             SSH_CONNECTS.labels(self.host.name, "ok").inc()
             log.info("libvirt.connected", host=self.host.name, zone=self.host.zone)

@@ -1,5 +1,6 @@
-"""Every libvirt call goes through here: run in a worker thread (libvirt-python blocks),
-traced as one debug log line, timed in a metric, and its error translated to the taxonomy.
+"""Every libvirt call goes through here: run by the runner's blocking-call executor
+(libvirt-python blocks), traced as one debug log line, timed in a metric, and its error
+classified on its libvirt code (the table `CLASSIFIER`) and raised as the taxonomy.
 
 libvirt must never be called on the event loop thread: the SSH tunnel that carries its
 socket is served by that loop, so a blocking call there would wait for itself.
@@ -7,19 +8,16 @@ socket is served by that loop, so a blocking call there would wait for itself.
 
 from __future__ import annotations
 
-import asyncio
-import functools
-import time
 import traceback
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from typing import Any, TypeVar
 
 import libvirt
 
-from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
 from proxyfleet.common.logging import get_logger
-from proxyfleet.provisioner_kvm.metrics import LIBVIRT_CALL_SECONDS, LIBVIRT_ERRORS
+from proxyfleet.common.runner.blocking import BlockingCalls, CallReport
+from proxyfleet.common.runner.failures import Classified, Classifier, Kind, row
+from proxyfleet.provisioner_kvm.metrics import LIBVIRT
 
 T = TypeVar("T")
 log = get_logger("proxyfleet.kvm.libvirt")
@@ -49,14 +47,6 @@ _CONNECTION = frozenset(
 """Errors that mean the connection itself is gone: the host session reconnects."""
 
 
-class Missing(PermanentProviderError):
-    """The domain or volume looked up does not exist (callers usually expect that)."""
-
-
-class ConnectionBroken(TemporaryProviderError):
-    """The libvirt connection (or the SSH tunnel under it) dropped; reconnect and retry."""
-
-
 def silence_libvirt_stderr() -> None:
     """libvirt prints every error to stderr by default; ours are raised, traced and counted."""
     libvirt.registerErrorHandler(lambda _ctx, _err: None, None)
@@ -74,56 +64,56 @@ def code_name(code: int) -> str:
     return _CODE_NAMES.get(code, str(code))
 
 
-def translate(host: str, call: str, exc: libvirt.libvirtError) -> Exception:
-    """The provider error for a libvirt error (the message names host and call)."""
+def classify(exc: libvirt.libvirtError, what: str) -> Classified:
+    """What a libvirt error means (the message names host and call: `what`)."""
     code = exc.get_error_code()
-    message = f"host {host}: libvirt {call}: {exc.get_error_message() or exc}"
+    message = f"{what}: {exc.get_error_message() or exc}"
     if code in _MISSING:
-        return Missing(message)
-    if code in _CONNECTION:
-        return ConnectionBroken(message)
-    if code in _PERMANENT:
-        return PermanentProviderError(message)
-    return TemporaryProviderError(message)
+        kind = Kind.NOT_FOUND
+    elif code in _CONNECTION:
+        kind = Kind.DISCONNECTED
+    elif code in _PERMANENT:
+        kind = Kind.PERMANENT
+    else:
+        kind = Kind.TEMPORARY
+    return Classified(kind, code_name(code), message)
+
+
+CLASSIFIER = Classifier((row(libvirt.libvirtError, classify),))
+
+
+def _trace(report: CallReport) -> None:
+    """One debug line per call (its error when it failed), with the ids the caller gave."""
+    host, call = report.op
+    failed: dict[str, Any] = {}
+    if report.failure is not None:
+        sdk = report.error
+        message = sdk.get_error_message() if isinstance(sdk, libvirt.libvirtError) else None
+        failed = {"error": report.failure.code, "message": message}
+    duration_ms = round((report.seconds or 0.0) * 1000, 2)
+    log.debug("libvirt.call", host=host, call=call, duration_ms=duration_ms, **failed,
+              **report.context)  # fmt: skip
 
 
 class LibvirtCalls:
-    """Traced, timed, translated libvirt calls for one host, on its own worker threads."""
+    """Traced, timed, classified libvirt calls for one host, on its own worker threads."""
 
     def __init__(self, host: str, *, threads: int = 4, trace_full: bool = False) -> None:
         self.host = host
         self.trace_full = trace_full
         """Also log domain XML, metadata and addresses (never cloud-init user-data)."""
-        self._executor = ThreadPoolExecutor(threads, thread_name_prefix=f"libvirt-{host}")
+        # libvirt calls take no timeout: the SSH keepalive ends one whose host went away.
+        self._calls = BlockingCalls(
+            LIBVIRT, CLASSIFIER, threads=threads, thread_name=f"libvirt-{host}",
+            sdk_timeout=None, report=_trace,
+        )  # fmt: skip
 
     async def run(self, call: str, fn: Callable[[], T], **ids: Any) -> T:
         """Run `fn` (which makes the libvirt call `call`) in a worker thread."""
-        loop = asyncio.get_running_loop()
-        started = time.perf_counter()
-        try:
-            result = await loop.run_in_executor(self._executor, functools.partial(_cleared, fn))
-        except libvirt.libvirtError as exc:
-            elapsed = time.perf_counter() - started
-            error = translate(self.host, call, exc)
-            code = code_name(exc.get_error_code())
-            LIBVIRT_CALL_SECONDS.labels(self.host, call, "error").observe(elapsed)
-            LIBVIRT_ERRORS.labels(self.host, call, code).inc()
-            log.debug(
-                "libvirt.call",
-                host=self.host,
-                call=call,
-                duration_ms=round(elapsed * 1000, 2),
-                error=code,
-                message=exc.get_error_message(),
-                **ids,
-            )
-            raise error from None
-        elapsed = time.perf_counter() - started
-        LIBVIRT_CALL_SECONDS.labels(self.host, call, "ok").observe(elapsed)
-        log.debug(
-            "libvirt.call", host=self.host, call=call, duration_ms=round(elapsed * 1000, 2), **ids
-        )
-        return result
+        return await self._calls.run(
+            (self.host, call), lambda _timeout: _cleared(fn),
+            what=f"host {self.host}: libvirt {call}", **ids,
+        )  # fmt: skip
 
     def detail(self, what: str, **fields: Any) -> None:
         """A verbose trace line (domain XML, metadata, addresses) when full tracing is on."""
@@ -131,7 +121,7 @@ class LibvirtCalls:
             log.debug(what, host=self.host, **fields)
 
     def close(self) -> None:
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        self._calls.close()
 
 
 def _cleared(fn: Callable[[], T]) -> T:

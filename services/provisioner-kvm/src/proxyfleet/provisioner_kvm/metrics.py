@@ -2,20 +2,15 @@
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Gauge, Histogram
+from prometheus_client import Counter, Gauge
 
-from proxyfleet.common.metrics import LATENCY_BUCKETS
+from proxyfleet.common.runner.blocking import CallMetrics
 
-LIBVIRT_CALL_SECONDS = Histogram(
-    "proxyfleet_kvm_libvirt_call_seconds",
-    "Latency of libvirt calls by host, call and result (ok or error).",
-    ["host", "call", "result"],
-    buckets=LATENCY_BUCKETS,
-)
-LIBVIRT_ERRORS = Counter(
-    "proxyfleet_kvm_libvirt_errors_total",
-    "libvirt calls that failed, by host, call and libvirt error code name.",
-    ["host", "call", "code"],
+LIBVIRT = CallMetrics.define(
+    "proxyfleet_kvm_libvirt",
+    ["host", "call"],
+    seconds_help="Latency of libvirt calls by host, call and result (ok or error).",
+    errors_help="libvirt calls that failed, by host, call and libvirt error code name.",
 )
 IMAGE_CACHE = Counter(
     "proxyfleet_kvm_image_cache_total",

@@ -12,9 +12,9 @@ from typing import BinaryIO
 import libvirt
 
 from proxyfleet.common.logging import get_logger
+from proxyfleet.common.runner.failures import ResourceMissing
 from proxyfleet.provisioner_kvm.coordination import Fence, UploadLocks
 from proxyfleet.provisioner_kvm.host import HostSession
-from proxyfleet.provisioner_kvm.libvirt_calls import Missing
 from proxyfleet.provisioner_kvm.metrics import IMAGE_CACHE, UPLOAD_BYTES
 from proxyfleet.provisioner_kvm.pure.volume_xml import (
     base_volume_xml,
@@ -51,7 +51,7 @@ class Pool:
                 pool=self.name,
                 volume=volume,
             )
-        except Missing:
+        except ResourceMissing:
             return None
 
     async def capacity_of(self, volume: str) -> int:
@@ -188,6 +188,6 @@ class Pool:
                 pool=self.name,
                 volume=volume,
             )
-        except Missing:
+        except ResourceMissing:
             return False
         return True

@@ -18,7 +18,8 @@ from proxyfleet.common.errors import (
 )
 from proxyfleet.common.ids import new_id
 from proxyfleet.common.models import ManagedResource, Provisioned, ProxySpec
-from proxyfleet.provisioner_local.proxies import LocalOptions, LocalProxies
+from proxyfleet.provisioner_local.options import LocalOptions
+from proxyfleet.provisioner_local.proxies import LocalProxies
 from proxyfleet.provisioner_local.pure.config import LocalSettings
 
 T = TypeVar("T")

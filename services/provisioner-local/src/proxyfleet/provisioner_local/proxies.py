@@ -7,8 +7,6 @@ import shutil
 import subprocess
 import sys
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
 
 import msgspec
 
@@ -33,6 +31,7 @@ from proxyfleet.provisioner_local.files import (
 from proxyfleet.provisioner_local.layout import MARKER_NAME, InstallationLayout, ProxyFolder
 from proxyfleet.provisioner_local.locks import file_lock
 from proxyfleet.provisioner_local.marker import Engine, Marker
+from proxyfleet.provisioner_local.options import LocalOptions
 from proxyfleet.provisioner_local.ports import pick_port, reserved_ports
 from proxyfleet.provisioner_local.processes import (
     ProcessExited,
@@ -51,27 +50,6 @@ from proxyfleet.provisioner_local.pure import egress_addresses as local_egress
 log = get_logger("proxyfleet.provisioner_local")
 PORT_FREE_WAIT = 3.0
 """Seconds a restart waits for a dead engine's port to be let go (see wait_port_free)."""
-
-
-@dataclass(frozen=True, slots=True)
-class LocalOptions:
-    state_dir: Path
-    installation_id: str
-    bind_host: str = "127.0.0.1"
-    advertise_host: str = ""
-    """Where clients reach the proxies ("": bind_host); the providers config checks it."""
-    port_range: tuple[int, int] = (20000, 29999)
-    engine: str = "auto"
-    """auto, squid or proxy.py (see commands.resolve_engine)."""
-    connect_ports: list[int] = field(default_factory=lambda: [443])
-    source_ranges: list[str] = field(default_factory=list)
-    """Client networks Squid accepts (empty: any)."""
-    egress_range: str = local_egress.DEFAULT_EGRESS_RANGE
-    """127/8 network of the proxies' exit addresses, one per port ("": all 127.0.0.1)."""
-    start_timeout: float = 10.0
-    """Seconds a new proxy process has to accept TCP connections."""
-    stop_grace: float = 5.0
-    """Seconds between SIGTERM and SIGKILL when a proxy is deleted."""
 
 
 class LocalProxies:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import os
 import shlex
-import shutil
 import sys
 from pathlib import Path
 
@@ -54,12 +53,11 @@ def write_env_file(stack: Stack, base_dir: Path) -> Path:
 
 
 def cli_command() -> str:
-    """How to call the `proxyfleet` command this dev stack was installed with: its name
-    when PATH finds that one, else its path (relative to here when it is below)."""
+    """How to call the `proxyfleet` command this dev stack was installed with: its path
+    (relative to here when it is below, else absolute), never the bare name. `uv run`
+    puts the venv on the launcher's PATH, not on the PATH of the shell the user pastes
+    into, where the bare name is "command not found"."""
     script = Path(sys.executable).parent / "proxyfleet"
-    found = shutil.which("proxyfleet")
-    if found and Path(found).resolve() == script.resolve():
-        return "proxyfleet"
     try:
         return str(script.relative_to(Path.cwd()))
     except ValueError:
@@ -112,7 +110,7 @@ def banner(
    API        {stack.api_url}        OpenAPI: {stack.api_url}/schema
    dashboard  {stack.api_url}/ui     (sign in with the admin token from {env_file.name})
    gateway    {stack.gateway_url}
-   NATS       {stack.nats_url}    events: proxyfleet events (or proxyfleet.events.>)
+   NATS       {stack.nats_url}    events: {cli} events (or proxyfleet.events.>)
    Redis      {stack.redis_url}
    target     {stack.target_url}   (local HTTPS test site, CA {stack.ca_file})
    logs       {base_dir}/logs/

@@ -12,8 +12,9 @@ from typing import Annotated
 import typer
 
 from proxyfleet.devstack.banner import banner, write_env_file
+from proxyfleet.devstack.options import StackOptions
 from proxyfleet.devstack.providers import squid_installed
-from proxyfleet.devstack.stack import Stack, StackOptions
+from proxyfleet.devstack.stack import Stack
 
 app = typer.Typer(add_completion=False, help="Proxyfleet's local dev stack.")
 

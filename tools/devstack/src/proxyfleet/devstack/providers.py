@@ -1,8 +1,12 @@
-"""The dev stack's providers config: one local provider whose proxies run on this machine."""
+"""The dev stack's providers config: one local provider whose proxies run on this machine;
+and the end of those proxies once the stack's own Redis is gone."""
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
+import signal
 from pathlib import Path
 
 
@@ -33,3 +37,21 @@ def _egress(engine: str) -> str:
 def squid_installed() -> bool:
     """Whether the local provider's `auto` engine finds Squid (where it looks for it)."""
     return bool(shutil.which("squid") or shutil.which("squid", path="/usr/sbin:/sbin"))
+
+
+def stop_local_proxies(state_dir: Path) -> int:
+    """Kill every proxy process the local provider left under state_dir and remove it."""
+    stopped = 0
+    for marker in state_dir.glob("*/*/managed.json"):
+        try:
+            pid = int(json.loads(marker.read_text()).get("pid", 0))
+        except (OSError, ValueError):
+            continue
+        if pid > 0:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+                stopped += 1
+            except (ProcessLookupError, PermissionError):
+                pass
+    shutil.rmtree(state_dir, ignore_errors=True)
+    return stopped

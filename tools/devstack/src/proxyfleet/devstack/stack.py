@@ -9,70 +9,22 @@ from __future__ import annotations
 import json
 import os
 import secrets
-import shutil
 import signal
 import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
 import httpx
 
-from proxyfleet.devstack.providers import local_provider_yaml
+from proxyfleet.devstack.commands import free_or_other, service_commands
+from proxyfleet.devstack.options import Printer, StackOptions
+from proxyfleet.devstack.providers import local_provider_yaml, stop_local_proxies
 from proxyfleet.devstack.servers import Server, free_port, start_nats, start_redis, wait_tcp
 from proxyfleet.devstack.tie import tied
-
-Printer = Callable[[str], None]
-
-
-@dataclass
-class StackOptions:
-    base_dir: Path
-    """Folder for every runtime file (.dev by default): data, logs, tokens, proxies."""
-    api_port: int = 8080
-    """API port; a free one is picked when it is taken."""
-    gateway_port: int = 8899
-    """The gateway's proxy port; a free one is picked when it is taken."""
-    nats_url: str = ""
-    """Use this NATS instead of starting one."""
-    redis_url: str = ""
-    """Use this Redis instead of starting one."""
-    health_interval: float = 2.0
-    """Seconds between two probes of one proxy."""
-    gc_interval: float = 10.0
-    gc_min_age: float = 30.0
-    pools_interval: float = 2.0
-    """Seconds between two passes of the pool controller."""
-    cooldown: float = 10.0
-    """Lease cooldown after release (short in the dev stack)."""
-    boot_timeout: float = 30.0
-    engine: str = "auto"
-    """Local proxy engine: auto, squid or proxy.py."""
-    log_level: str = "info"
-    installation_id: str = "dev"
-    echo: Printer | None = print
-    """Where prefixed service output goes (None: only to the log files)."""
-    extra_args: dict[str, list[str]] = field(default_factory=dict)
-    """More command-line flags per service name (api, provisioner, health, gc, pools)."""
-    target_host: str = "127.0.0.1"
-    """Address the HTTPS target listens on (and its certificate names). VMs reach the
-    target only on an address of theirs, such as a libvirt network's bridge."""
-    target_port: int = 0
-    """Port of the HTTPS target (0: a free one)."""
-    extra_providers: str = ""
-    """More entries of the providers config's `providers:` list (YAML, indented by two)."""
-    extra_config: str = ""
-    """More top-level sections of the providers config (YAML), such as `pools:`."""
-    extra_services: dict[str, list[str]] = field(default_factory=dict)
-    """More services to start, name -> command line (another provider's provisioner)."""
-    tied: bool = False
-    """Servers and services end when this process does, even SIGKILLed (tie.py): for
-    `proxyfleet-dev run`, whose main thread starts them and lives as long as it does."""
-
 
 ADMIN_NAME = "dev-admin"
 CLIENT_NAME = "dev-client"
@@ -171,87 +123,17 @@ class Stack:
         self.admin_token, self.client_token = data["admin"], data["client"]
 
     def _service_commands(self) -> dict[str, list[str]]:
-        port = self.opts.api_port or free_port()
-        try:
-            wait_tcp("127.0.0.1", port, timeout=0.05)
-            port = free_port()  # taken: pick another and say so in the banner
-        except TimeoutError:
-            pass
-        self.api_url = f"http://127.0.0.1:{port}"
-        o = self.opts
-        commands = {
-            "api": [
-                _bin("proxyfleet-api"),
-                "--port",
-                str(port),
-                "--cooldown",
-                str(o.cooldown),
-                # grants skip a proxy after four missed probes (5 s at least: busy hosts probe late)
-                "--max-probe-age",
-                str(max(4 * o.health_interval, 5.0)),
-            ],
-            "provisioner": [
-                _bin("proxyfleet-provisioner-local"),
-                "--provider",
-                "local",
-                "--metrics-port",
-                str(free_port()),
-            ],
-            "health": [
-                _bin("proxyfleet-health"),
-                "--target",
-                self.target_url,
-                "--ca-file",
-                self.ca_file,
-                "--interval",
-                str(o.health_interval),
-                "--timeout",
-                str(min(3.0, o.health_interval * 0.8)),
-                "--metrics-port",
-                str(free_port()),
-            ],
-            "gc": [
-                _bin("proxyfleet-gc"),
-                "--interval",
-                str(o.gc_interval),
-                "--min-age",
-                str(o.gc_min_age),
-                "--metrics-port",
-                str(free_port()),
-            ],
-            "pools": [
-                _bin("proxyfleet-pools"),
-                "--interval",
-                str(o.pools_interval),
-                "--metrics-port",
-                str(free_port()),
-            ],
-            "gateway": self._gateway_command(),
-        }
-        commands.update(o.extra_services)
-        for name, args in o.extra_args.items():
-            commands[name] = commands[name] + args
-        return commands
-
-    def _gateway_command(self) -> list[str]:
-        """The gateway on its own port, with the API's cooldown and probe age (its client
-        token comes from the env, as the API's does)."""
-        port = _free_or_other(self.opts.gateway_port)
-        self.gateway_url = f"http://127.0.0.1:{port}"
-        o = self.opts
-        return [
-            _bin("proxyfleet-gateway"),
-            "--port",
-            str(port),
-            "--cooldown",
-            str(o.cooldown),
-            "--max-probe-age",
-            str(max(4 * o.health_interval, 5.0)),
-            "--metrics-port",
-            str(free_port()),
-            "--drain-seconds",  # Ctrl-C on the stack should not wait out a tunnel for 20 s
-            "2",
-        ]
+        api_port = free_or_other(self.opts.api_port)  # taken: another, said in the banner
+        gateway_port = free_or_other(self.opts.gateway_port)
+        self.api_url = f"http://127.0.0.1:{api_port}"
+        self.gateway_url = f"http://127.0.0.1:{gateway_port}"
+        return service_commands(
+            self.opts,
+            api_port=api_port,
+            gateway_port=gateway_port,
+            target_url=self.target_url,
+            ca_file=self.ca_file,
+        )
 
     def service_env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -326,39 +208,6 @@ class Stack:
             server.stop()
         for t in self._threads:
             t.join(timeout=2)
-
-
-def _free_or_other(port: int) -> int:
-    """`port` when nothing listens there (0: any), else a free one."""
-    if not port:
-        return free_port()
-    try:
-        wait_tcp("127.0.0.1", port, timeout=0.05)
-    except TimeoutError:
-        return port
-    return free_port()
-
-
-def stop_local_proxies(state_dir: Path) -> int:
-    """Kill every proxy process the local provider left under state_dir and remove it."""
-    stopped = 0
-    for marker in state_dir.glob("*/*/managed.json"):
-        try:
-            pid = int(json.loads(marker.read_text()).get("pid", 0))
-        except (OSError, ValueError):
-            continue
-        if pid > 0:
-            try:
-                os.killpg(pid, signal.SIGKILL)
-                stopped += 1
-            except (ProcessLookupError, PermissionError):
-                pass
-    shutil.rmtree(state_dir, ignore_errors=True)
-    return stopped
-
-
-def _bin(name: str) -> str:
-    return str(Path(sys.executable).parent / name)
 
 
 def _pump(name: str, stream: IO[bytes], log: IO[bytes], echo: Printer | None) -> None:

@@ -1,6 +1,6 @@
-"""The README's settings tables, rendered from the same option list as `--help`
-(tests/common/test_host_readme.py compares them with the README, and rewrites the README
-when run as a script)."""
+"""The settings tables of docs/configuration.md, rendered from the same option list as
+`--help` (tests/common/test_configuration_doc.py compares them with the file, and
+rewrites them when run as a script)."""
 
 from __future__ import annotations
 

@@ -19,6 +19,7 @@ from nats.aio.client import Client as NatsClient
 from proxyfleet.common.clock import Clock, SystemClock
 from proxyfleet.common.errors import ConfigError, MessagingUnavailable
 from proxyfleet.common.host.connect import nats_with_streams, redis_reachable
+from proxyfleet.common.host.files import open_file_limit, raise_open_files
 from proxyfleet.common.host.http import serve_health_and_metrics
 from proxyfleet.common.host.spec import Context, Parts, ReadyCheck, Service
 from proxyfleet.common.logging import get_logger
@@ -134,6 +135,7 @@ async def serve(
             stop=stop,
             nats_client=conns.nats,
             redis_client=conns.redis,
+            open_files=raise_open_files() if service.raise_open_files else open_file_limit(),
         )
         parts = await until_stopped(service.build(ctx), stop)
         checks.update(parts.ready)

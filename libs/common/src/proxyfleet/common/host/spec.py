@@ -13,6 +13,7 @@ from nats.aio.client import Client as NatsClient
 
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.errors import StoreUnavailable
+from proxyfleet.common.host.files import open_file_limit
 from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.common.relay import OutboxRelay
 from proxyfleet.common.settings import CommonSettings
@@ -77,6 +78,8 @@ class Context(Generic[S]):
     stop: asyncio.Event
     nats_client: NatsClient | None = None
     redis_client: aioredis.Redis | None = None
+    open_files: int = field(default_factory=open_file_limit)
+    """The soft open-file limit (raised at start when the service asks)."""
 
     @property
     def nats(self) -> NatsClient:
@@ -117,6 +120,8 @@ class Service(Generic[S]):
     """Builds the parts once the connections are open; may raise ConfigError."""
     needs_nats: bool = True
     needs_redis: bool = True
+    raise_open_files: bool = False
+    """Raise the soft open-file limit to the hard one before the build (many sockets)."""
     configure: Callable[[CommonSettings, S, ProvidersConfig], S] = _unchanged
     """Checks the settings against the providers config before anything connects (raises
     ConfigError) and returns them, possibly adjusted (e.g. boot_timeout from the config)."""

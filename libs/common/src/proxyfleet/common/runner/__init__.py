@@ -11,6 +11,11 @@
   FastStream subscriber in the provisioner's queue group).
 - `ConnectedNatsBroker`: the FastStream broker both run on, using the process's connection.
 - `provisioner_service`: a provisioner declared to the service host (`proxyfleet.common.host`).
+
+What the remote providers (GCP, Kubernetes, KVM) share, imported from their modules:
+`blocking.BlockingCalls` runs blocking SDK calls on worker threads, timed, counted and
+classified through each provider's `failures.Classifier` into the taxonomy;
+`lost_watcher.LostResourceWatcher` fails the proxies whose resource vanished.
 """
 
 from proxyfleet.common.runner.adopter import Adopter

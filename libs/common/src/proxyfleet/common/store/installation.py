@@ -1,7 +1,7 @@
 """The registry's identity: the installation marker (written once, when a writing service
 starts on an empty store) and the tombstones of deleted proxies. GC refuses to delete
 without the marker; re-adoption and GC tell a reset's survivors from true orphans by the
-marker's `created_at` and the tombstones (docs/architecture.md, decision log)."""
+marker's `created_at` and the tombstones (docs/decisions/store.md, R5 and R6)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Named locks with a token and a ttl (`<ns>:lock:<name>`): at most one holder at a time,
 taken with SET NX PX, extended and released only by the token that holds it, and free
 again once its ttl passes without a renewal (a holder that died). GC holds one per
-provider for its rounds (docs/architecture.md, decision log)."""
+provider for its rounds (docs/decisions/scaling.md, S3)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Pins (`<ns>:pin:<scope>:<key>`): a short value kept for a key for a while, shared by
 every replica and gone once its ttl passes (a pin whose writer died never holds forever).
 The KVM provisioner pins a proxy to the host it began building the proxy's VM on
-(docs/architecture.md, decision log)."""
+(docs/decisions/kvm.md, V6)."""
 
 from __future__ import annotations
 

@@ -10,11 +10,11 @@ from litestar.di import NamedDependency
 from litestar.params import QueryParameter
 from litestar.response import Stream
 
-from proxyfleet.api.auth import Principal, Scope
 from proxyfleet.api.container import Services
-from proxyfleet.api.errors import error_responses
 from proxyfleet.api.feed.filters import FeedFilter, parse_types
 from proxyfleet.api.feed.stream import StreamRequest, event_stream, event_streams_of
+from proxyfleet.api.http.auth import Principal, Scope
+from proxyfleet.api.http.errors import error_responses
 from proxyfleet.common.errors import TemporaryError
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}

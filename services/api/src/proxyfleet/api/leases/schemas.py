@@ -6,7 +6,7 @@ from typing import Literal
 
 import msgspec
 
-from proxyfleet.api.fields import (
+from proxyfleet.api.http.fields import (
     Epoch,
     Holder,
     Labels,

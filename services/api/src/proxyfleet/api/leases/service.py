@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from proxyfleet.api.idempotency import check_key, fingerprint, scoped_key
+from proxyfleet.api.http.idempotency import check_key, fingerprint, scoped_key
 from proxyfleet.api.metrics import (
     LEASE_CONFLICTS,
     LEASE_UNAVAILABLE,

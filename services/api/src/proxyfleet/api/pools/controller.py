@@ -10,9 +10,9 @@ from litestar.openapi.datastructures import ResponseSpec
 from litestar.params import Body, Parameter, SkipValidation
 from litestar.status_codes import HTTP_200_OK, HTTP_201_CREATED, HTTP_202_ACCEPTED
 
-from proxyfleet.api.auth import Scope
-from proxyfleet.api.errors import error_responses
-from proxyfleet.api.fields import JSONInput, strict
+from proxyfleet.api.http.auth import Scope
+from proxyfleet.api.http.errors import error_responses
+from proxyfleet.api.http.fields import JSONInput, strict
 from proxyfleet.api.pools.patch import merge_patch
 from proxyfleet.api.pools.schemas import KeptProxies, PoolList
 from proxyfleet.api.pools.service import PoolService, spec_json

@@ -5,8 +5,8 @@ from __future__ import annotations
 from litestar import Controller, get
 from litestar.di import NamedDependency
 
-from proxyfleet.api.auth import Scope
-from proxyfleet.api.errors import error_responses
+from proxyfleet.api.http.auth import Scope
+from proxyfleet.api.http.errors import error_responses
 from proxyfleet.api.providers.schemas import ProviderList, ProviderOut
 from proxyfleet.api.providers.service import ProviderService
 

@@ -9,10 +9,10 @@ from litestar.di import NamedDependency
 from litestar.params import FromQuery, HeaderParameter, Parameter
 from litestar.status_codes import HTTP_200_OK, HTTP_202_ACCEPTED
 
-from proxyfleet.api.auth import Principal, Scope
-from proxyfleet.api.errors import error_responses
-from proxyfleet.api.fields import JSONInput, parse_label_filters, strict
-from proxyfleet.api.idempotency import MAX_KEY_CHARS
+from proxyfleet.api.http.auth import Principal, Scope
+from proxyfleet.api.http.errors import error_responses
+from proxyfleet.api.http.fields import JSONInput, parse_label_filters, strict
+from proxyfleet.api.http.idempotency import MAX_KEY_CHARS
 from proxyfleet.api.proxies.schemas import (
     CreateProxies,
     ProxyBatch,

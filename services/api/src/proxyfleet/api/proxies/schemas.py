@@ -6,7 +6,7 @@ from typing import Annotated
 
 import msgspec
 
-from proxyfleet.api.fields import Labels, Placement, ProviderName, ZoneName
+from proxyfleet.api.http.fields import Labels, Placement, ProviderName, ZoneName
 from proxyfleet.common.models import Phase, Proxy, Withheld
 
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from proxyfleet.api.events import Messages
-from proxyfleet.api.idempotency import check_key, fingerprint, scoped_key
+from proxyfleet.api.http.idempotency import check_key, fingerprint, scoped_key
 from proxyfleet.api.metrics import LEASES_REVOKED
 from proxyfleet.api.providers.service import ProviderCatalog
+from proxyfleet.api.proxies.intents import Messages
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.errors import Conflict, InvalidInput, NotFound
 from proxyfleet.common.lifecycle import pending_proxy

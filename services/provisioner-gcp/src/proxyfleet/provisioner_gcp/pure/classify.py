@@ -2,26 +2,16 @@
 
 An error arrives either as an HTTP error of the call (status, `errors[].reason`, a
 Retry-After) or inside a finished operation (`error.errors[].code`, quota details). Both
-are reduced to `ApiFailure` by the adapter and classified here. Pure: no I/O.
+are reduced to `ApiFailure` by the adapter and classified here (capacity: this zone has
+no room for the machine type now, another zone may; quota: a project or region quota is
+used up, permanent for this proxy). Pure: no I/O.
 """
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass, field
 
-
-class Kind(enum.Enum):
-    TEMPORARY = "temporary"
-    """Try again later (rate limits, 5xx, timeouts, too many concurrent operations)."""
-    CAPACITY = "capacity"
-    """The zone has no capacity for this machine type now: another zone may."""
-    QUOTA = "quota"
-    """A project or region quota is used up: permanent for this proxy."""
-    NOT_FOUND = "not_found"
-    """The resource is not there (success for a delete, a miss for a get)."""
-    PERMANENT = "permanent"
-    """Invalid request, missing image, missing permission: retrying will not help."""
+from proxyfleet.common.runner.failures import Classified, Kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,16 +31,6 @@ class ApiFailure:
     entries: list[ErrorEntry] = field(default_factory=list)
     retry_after: float | None = None
     """The response's Retry-After, when it had one."""
-
-
-@dataclass(frozen=True, slots=True)
-class Classified:
-    kind: Kind
-    code: str
-    """The code that decided (for metrics): an entry's code, else `http_<status>`."""
-    message: str
-    retry_after: float | None = None
-    quota: str = ""
 
 
 RATE_LIMIT_RETRY = 10.0
@@ -87,7 +67,7 @@ def classify(failure: ApiFailure) -> Classified:
         entry = next(e for e in failure.entries if e.code in _QUOTA)
         quota = entry.quota_metric or entry.quota_limit or _quota_from_message(entry.message)
         text = f"quota {quota} exceeded: {entry.message}" if quota else entry.message
-        return Classified(Kind.QUOTA, entry.code, text, None, quota)
+        return Classified(Kind.QUOTA, entry.code, text)
     if failure.status is None or failure.status >= 500 or failure.status in _TIMEOUT_STATUSES:
         code = (
             first.code if first else (f"http_{failure.status}" if failure.status else "no_response")

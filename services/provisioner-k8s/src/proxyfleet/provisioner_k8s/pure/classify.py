@@ -6,23 +6,10 @@ module decides temporary / permanent / not found / already exists / gone. Pure: 
 
 from __future__ import annotations
 
-import enum
 import json
 from dataclasses import dataclass
 
-
-class Kind(enum.Enum):
-    TEMPORARY = "temporary"
-    """Rate limited, 5xx, timeouts, no answer: try again later."""
-    PERMANENT = "permanent"
-    """Forbidden (RBAC, an exceeded ResourceQuota), invalid, unauthorized: retrying the
-    same request will not help."""
-    NOT_FOUND = "not_found"
-    """404: success for a delete, a miss for a get."""
-    EXISTS = "exists"
-    """409 AlreadyExists (or another conflict): read the object back."""
-    GONE = "gone"
-    """410: the watch's resourceVersion is too old; list again."""
+from proxyfleet.common.runner.failures import Classified, Kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -35,15 +22,6 @@ class ApiFailure:
     """The Status body's `message`: the API server's own words."""
     retry_after: float | None = None
     """Retry-After header (or the Status details' retryAfterSeconds)."""
-
-
-@dataclass(frozen=True, slots=True)
-class Classified:
-    kind: Kind
-    code: str
-    """Short name for metrics: quota, forbidden, invalid, http_429, no_response, ..."""
-    message: str
-    retry_after: float | None = None
 
 
 RATE_LIMIT_RETRY = 1.0

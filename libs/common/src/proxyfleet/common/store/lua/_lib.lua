@@ -1,5 +1,5 @@
 -- Shared helpers, prepended to every script. KEYS are not used: every script runs on a
--- single Redis (see docs/architecture.md, decision log) and builds keys from ARGV[1], the
+-- single Redis (see docs/decisions/store.md, R1) and builds keys from ARGV[1], the
 -- namespace.
 local ns = ARGV[1]
 local function k(...) return ns .. ':' .. table.concat({...}, ':') end

@@ -1,6 +1,6 @@
-"""The README's settings tables are the ones the settings dataclasses generate, so they
-match every command's --help. Run this file as a script to rewrite them:
-`.venv/bin/python tests/common/test_host_readme.py`."""
+"""The settings tables of docs/configuration.md are the ones the settings dataclasses
+generate, so they match every command's --help. Run this file as a script to rewrite them:
+`.venv/bin/python tests/common/test_configuration_doc.py`."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from proxyfleet.provisioner_k8s.main import SERVICE as K8S
 from proxyfleet.provisioner_kvm.main import SERVICE as KVM
 from proxyfleet.provisioner_local.main import SERVICE as LOCAL
 
-README = Path(__file__).resolve().parents[2] / "README.md"
+CONFIGURATION = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 SERVICES: list[Service[Any]] = [
     API, LOCAL, KVM, GCP, K8S, HEALTH, GC, POOLS, GATEWAY, POOL_OPERATOR,
 ]  # fmt: skip
@@ -32,13 +32,14 @@ def current_block(text: str) -> str:
     return text[start : text.index(END, start) + len(END)]
 
 
-def test_readme_settings_tables_are_the_generated_ones() -> None:
-    assert current_block(README.read_text()) == settings_tables(SERVICES), (
-        "README settings tables are stale: run .venv/bin/python tests/common/test_host_readme.py"
+def test_the_settings_tables_are_the_generated_ones() -> None:
+    assert current_block(CONFIGURATION.read_text()) == settings_tables(SERVICES), (
+        "docs/configuration.md settings tables are stale: "
+        "run .venv/bin/python tests/common/test_configuration_doc.py"
     )
 
 
-def test_every_env_name_the_readme_documented_before_is_still_read() -> None:
+def test_every_env_name_documented_before_is_still_read() -> None:
     before = {
         "api": "NATS_URL REDIS_URL PROXYFLEET_INSTALLATION_ID PROXYFLEET_REDIS_NAMESPACE "
         "PROXYFLEET_PROVIDERS_CONFIG PROXYFLEET_LOG_LEVEL PROXYFLEET_LOG_FORMAT "
@@ -76,8 +77,8 @@ def test_every_env_name_the_readme_documented_before_is_still_read() -> None:
 
 
 def main() -> None:
-    text = README.read_text()
-    README.write_text(text.replace(current_block(text), settings_tables(SERVICES)))
+    text = CONFIGURATION.read_text()
+    CONFIGURATION.write_text(text.replace(current_block(text), settings_tables(SERVICES)))
 
 
 if __name__ == "__main__":

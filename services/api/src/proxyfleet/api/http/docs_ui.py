@@ -1,5 +1,5 @@
-"""The API reference at /schema (Redoc), with its script served by the API itself from this
-package: the page renders on a machine without internet (Litestar's default loads Redoc,
+"""The API reference at /schema (Redoc), with its script served by the API itself from its
+package (`static/`): the page renders on a machine without internet (Litestar's default loads Redoc,
 fonts and a favicon from CDNs). The machine-readable document stays at
 /schema/openapi.json."""
 
@@ -11,7 +11,7 @@ from litestar import Router
 from litestar.openapi.plugins import JsonRenderPlugin, RedocRenderPlugin
 from litestar.static_files import create_static_files_router
 
-ASSETS = Path(__file__).parent / "static"
+ASSETS = Path(__file__).parents[1] / "static"
 """Vendored from the npm package redoc 2.5.4 (bundles/redoc.standalone.js, MIT)."""
 ASSETS_PATH = "/docs-assets"
 REDOC_JS = "redoc.standalone.js"

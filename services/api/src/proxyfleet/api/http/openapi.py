@@ -18,7 +18,7 @@ from litestar.openapi import OpenAPIConfig
 from litestar.openapi.spec import Components, Schema, SecurityScheme
 from litestar.plugins import OpenAPISchemaPlugin
 
-from proxyfleet.api.docs_ui import render_plugins
+from proxyfleet.api.http.docs_ui import render_plugins
 
 if TYPE_CHECKING:
     from litestar._openapi.schema_generation import SchemaCreator

@@ -16,7 +16,6 @@ from litestar.connection import ASGIConnection
 from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
 from litestar.handlers.base import BaseRouteHandler
 
-from proxyfleet.api.settings import ApiSettings
 from proxyfleet.common.tokens import INSECURE_NAME, Principal, Scope, parse_tokens
 
 __all__ = ["Principal", "Scope", "TokenAuth"]
@@ -38,10 +37,6 @@ class TokenAuth:
         ]
         self.insecure = insecure
         self._insecure = Principal(INSECURE_NAME, Scope.ADMIN)
-
-    @classmethod
-    def from_settings(cls, settings: ApiSettings) -> TokenAuth:
-        return cls(settings.admin_tokens, settings.client_tokens, insecure=settings.insecure_dev)
 
     def names(self, scope: Scope) -> list[str]:
         return [p.name for _, p in self._tokens if p.scope is scope]
