@@ -24,8 +24,9 @@ from tests.health.conftest import ProxyProcess, _squid
 from proxyfleet.api.app import create_app
 from proxyfleet.api.deps import AppDeps
 from proxyfleet.common.clock import SystemClock
+from proxyfleet.common.events import Event
 from proxyfleet.common.messaging import connect_nats
-from proxyfleet.common.models import Event, Phase, Proxy
+from proxyfleet.common.models import Phase, Proxy
 from proxyfleet.common.pool_spec import POOL_LABEL
 from proxyfleet.common.store import ProxyRegistry, connect_redis
 from proxyfleet.common.store.egress import EgressStore

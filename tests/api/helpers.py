@@ -22,7 +22,8 @@ from proxyfleet.api.feed.stream import event_streams_of
 from proxyfleet.api.http.head import with_head
 from proxyfleet.api.settings import ApiSettings
 from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.models import Event, Phase, Proxy
+from proxyfleet.common.events import Event
+from proxyfleet.common.models import Phase, Proxy
 from proxyfleet.common.pool_spec import POOL_LABEL
 from proxyfleet.common.providers import ProvidersConfig, parse_providers_config
 from proxyfleet.common.settings import CommonSettings

@@ -18,7 +18,8 @@ from tests.api.helpers import (
     snapshot,
 )
 
-from proxyfleet.common.models import CreateIntent, DeleteIntent, EventData, Phase
+from proxyfleet.common.events import EventData
+from proxyfleet.common.models import CreateIntent, DeleteIntent, Phase
 from proxyfleet.common.store import GrantRequest
 
 intent_decoder = msgspec.json.Decoder(CreateIntent | DeleteIntent)

@@ -7,8 +7,9 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from proxyfleet.common.clock import ManualClock
+from proxyfleet.common.events import Event
 from proxyfleet.common.messaging import event_decoder
-from proxyfleet.common.models import Event, Phase, Proxy
+from proxyfleet.common.models import Phase, Proxy
 from proxyfleet.common.store import ProxyRegistry
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import yaml
 
 from proxyfleet.common import asyncapi, subjects
-from proxyfleet.common.models import EventType
+from proxyfleet.common.events import EventType
 
 ROOT = Path(__file__).resolve().parents[2]
 

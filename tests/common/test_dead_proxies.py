@@ -12,8 +12,9 @@ from tests.common.factories import make_proxy, make_ready
 
 from proxyfleet.common.clock import ManualClock
 from proxyfleet.common.errors import Conflict, Unavailable
+from proxyfleet.common.events import Event, EventType
 from proxyfleet.common.messaging import event_decoder
-from proxyfleet.common.models import Event, EventType, LeaseOutcome, Phase
+from proxyfleet.common.models import LeaseOutcome, Phase
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
 from proxyfleet.common.store.leases import LeasePolicy
 

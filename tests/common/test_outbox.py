@@ -9,16 +9,9 @@ import redis.asyncio as aioredis
 from tests.common.factories import make_proxy, make_ready
 
 from proxyfleet.common.clock import ManualClock
+from proxyfleet.common.events import Event, EventData, EventType
 from proxyfleet.common.messaging import event_decoder, intent_decoder
-from proxyfleet.common.models import (
-    CreateIntent,
-    DeleteIntent,
-    Event,
-    EventData,
-    EventType,
-    LeaseOutcome,
-    Phase,
-)
+from proxyfleet.common.models import CreateIntent, DeleteIntent, LeaseOutcome, Phase
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
 
 

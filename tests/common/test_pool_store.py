@@ -9,7 +9,8 @@ from tests.common.factories import make_proxy, make_ready, outbox_events
 
 from proxyfleet.common.clock import ManualClock
 from proxyfleet.common.errors import Conflict, NotFound, Unavailable
-from proxyfleet.common.models import EventType, Lease, LeaseOutcome, Phase, Withheld
+from proxyfleet.common.events import EventType
+from proxyfleet.common.models import Lease, LeaseOutcome, Phase, Withheld
 from proxyfleet.common.pool_spec import POOL_LABEL, Autoscale, Owner, PoolSpec
 from proxyfleet.common.store import (
     Fence,

@@ -1,12 +1,14 @@
 from __future__ import annotations
 
 import pytest
+import redis.asyncio as aioredis
 from tests.common.factories import make_proxy, make_ready
 
 from proxyfleet.common.clock import ManualClock
 from proxyfleet.common.errors import Conflict, NotFound
 from proxyfleet.common.models import Phase
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.store.egress import EgressStore
 
 
 async def test_create_is_idempotent_and_get_roundtrips(
@@ -49,6 +51,24 @@ async def test_update_without_transition_checks_generation(
     p = await registry.get("p1")
     assert p is not None
     assert p.fail_streak == 2
+
+
+async def test_a_field_a_proxy_lacks_is_refused_and_nothing_is_written(
+    registry: ProxyRegistry, clock: ManualClock, redis_client: aioredis.Redis
+) -> None:
+    await registry.create(make_proxy("p1", clock))
+    with pytest.raises(TypeError, match="fail_streek"):
+        await registry.update("p1", fail_streek=2)
+    with pytest.raises(TypeError, match="gen, phase"):
+        await registry.update("p1", phase="ready", gen=7)
+    with pytest.raises(TypeError, match="hostname"):
+        await registry.transition("p1", Phase.PROVISIONING, hostname="h")
+    with pytest.raises(TypeError, match="lastok"):
+        await registry.update_many([("p1", None, {"fail_streak": 1}), ("p1", None, {"lastok": 1})])
+    with pytest.raises(TypeError, match="streak"):
+        await EgressStore(redis_client, clock).confirm("p1", "127.0.0.5", fields={"streak": 1})
+    assert await registry.get("p1") == make_proxy("p1", clock)
+    assert await redis_client.hget("pf:proxy:p1", "fail_streek") is None
 
 
 async def test_counts_by_phase_follow_transitions(

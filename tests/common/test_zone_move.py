@@ -11,8 +11,9 @@ from tests.common.factories import make_proxy, make_ready
 
 from proxyfleet.common.clock import ManualClock
 from proxyfleet.common.errors import Unavailable
+from proxyfleet.common.events import Event, EventData, EventType
 from proxyfleet.common.messaging import event_decoder
-from proxyfleet.common.models import Event, EventData, EventType, Phase
+from proxyfleet.common.models import Phase
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
 
 

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from proxyfleet.devstack.banner import banner, cli_command
-from proxyfleet.devstack.stack import Stack, StackOptions
+from proxyfleet.devstack.options import StackOptions
+from proxyfleet.devstack.stack import Stack
 
 VENV_BIN = Path(sys.executable).parent
 REPO = Path(__file__).resolve().parents[2]

@@ -30,8 +30,9 @@ from tests.conftest import TargetServer
 
 from proxyfleet.common import subjects
 from proxyfleet.common.clock import SystemClock
+from proxyfleet.common.events import Event
 from proxyfleet.common.messaging import ensure_streams, event_decoder
-from proxyfleet.common.models import Event, Phase, ProbeResult, Proxy
+from proxyfleet.common.models import Phase, ProbeResult, Proxy
 from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.common.store.egress import EgressStore

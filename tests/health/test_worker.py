@@ -19,7 +19,8 @@ from tests.health.conftest import (
 )
 
 from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.models import Event, EventData, Phase, ProbeResult, Proxy
+from proxyfleet.common.events import Event, EventData
+from proxyfleet.common.models import Phase, ProbeResult, Proxy
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
 from proxyfleet.common.store.leases import LeasePolicy
 from proxyfleet.devstack.servers import free_port

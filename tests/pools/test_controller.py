@@ -9,7 +9,8 @@ import redis.asyncio as aioredis
 from tests.common.factories import make_proxy, outbox_events
 
 from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.models import EventType, LeaseOutcome, Phase, Withheld
+from proxyfleet.common.events import EventType
+from proxyfleet.common.models import LeaseOutcome, Phase, Withheld
 from proxyfleet.common.pool_spec import POOL_LABEL, AutoQuarantine, Owner, PoolSpec
 from proxyfleet.common.providers import parse_providers_config
 from proxyfleet.common.store import (

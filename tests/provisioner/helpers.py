@@ -16,8 +16,9 @@ from pathlib import Path
 import msgspec
 from nats.aio.msg import Msg
 
+from proxyfleet.common.events import Event
 from proxyfleet.common.messaging import event_decoder
-from proxyfleet.common.models import Event, Phase, Proxy
+from proxyfleet.common.models import Phase, Proxy
 from proxyfleet.common.runner import RunnerSettings
 from proxyfleet.common.store import ProxyRegistry
 

@@ -15,11 +15,11 @@ from prometheus_client import REGISTRY
 
 from proxyfleet.common import subjects
 from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
+from proxyfleet.common.events import EventData
 from proxyfleet.common.messaging import Publisher
 from proxyfleet.common.models import (
     CreateIntent,
     DeleteIntent,
-    EventData,
     ManagedResource,
     Phase,
     Provisioned,

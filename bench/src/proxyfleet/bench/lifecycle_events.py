@@ -12,8 +12,8 @@ from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 
 from proxyfleet.common import subjects
+from proxyfleet.common.events import Event
 from proxyfleet.common.messaging import event_decoder
-from proxyfleet.common.models import Event
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,15 +25,8 @@ from faststream.specification import AsyncAPI
 from pydantic import WithJsonSchema
 
 from proxyfleet.common import subjects
-from proxyfleet.common.models import (
-    CreateIntent,
-    DeleteIntent,
-    Event,
-    EventType,
-    Phase,
-    ProbeResult,
-    ResourceList,
-)
+from proxyfleet.common.events import Event, EventType
+from proxyfleet.common.models import CreateIntent, DeleteIntent, Phase, ProbeResult, ResourceList
 from proxyfleet.common.runner.consumer import IntentBody, subscribe_intents
 from proxyfleet.common.runner.resources import ResourcesReply, subscribe_resources
 from proxyfleet.common.runner.settings import RunnerSettings

@@ -21,9 +21,10 @@ from nats.js.errors import BadRequestError
 from proxyfleet.common import subjects
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.errors import MessagingUnavailable
+from proxyfleet.common.events import Event
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.metrics import RETRIES
-from proxyfleet.common.models import CreateIntent, DeleteIntent, Event, Intent
+from proxyfleet.common.models import CreateIntent, DeleteIntent, Intent
 
 log = get_logger("proxyfleet.messaging")
 _encoder = msgspec.json.Encoder()

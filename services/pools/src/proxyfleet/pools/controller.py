@@ -18,9 +18,10 @@ import msgspec
 
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.errors import Conflict, NotFound, StoreUnavailable
+from proxyfleet.common.events import EventData, EventType
 from proxyfleet.common.lifecycle import pending_proxy
 from proxyfleet.common.logging import get_logger
-from proxyfleet.common.models import EventData, EventType, Phase, Proxy, Withheld
+from proxyfleet.common.models import Phase, Proxy, Withheld
 from proxyfleet.common.pool_spec import POOL_LABEL, PoolRecord
 from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.common.store import Fence, FencedOut, Locks, PoolStore, ProxyRegistry

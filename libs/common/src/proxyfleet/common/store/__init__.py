@@ -1,6 +1,6 @@
 """Redis-backed system of record: the proxy registry and the lease store (atomic Lua)."""
 
-from proxyfleet.common.store.creates import Created, Fence, FencedOut, Idempotency
+from proxyfleet.common.store.creates import Created, Fence, Idempotency
 from proxyfleet.common.store.installation import Installation, InstallationMarker
 from proxyfleet.common.store.leases import GrantRequest, LeaseStore
 from proxyfleet.common.store.locks import Locks
@@ -8,8 +8,10 @@ from proxyfleet.common.store.mux import LuaScript, ScriptMux
 from proxyfleet.common.store.outbox import Outbox, OutboxEntry
 from proxyfleet.common.store.pins import Pins
 from proxyfleet.common.store.pools import PoolOwned, PoolStore
-from proxyfleet.common.store.registry import ProbeClaim, ProxyRegistry, TransitionResult
+from proxyfleet.common.store.registry import ProbeClaim, ProxyRegistry
+from proxyfleet.common.store.replies import FencedOut
 from proxyfleet.common.store.scripts import connect_redis
+from proxyfleet.common.store.transitions import TransitionResult
 
 __all__ = [
     "Created",

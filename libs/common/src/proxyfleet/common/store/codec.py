@@ -6,7 +6,6 @@ from typing import Any
 
 import msgspec
 
-from proxyfleet.common.errors import Conflict, NotFound
 from proxyfleet.common.models import Lease, Proxy
 
 _json = msgspec.json.Encoder()
@@ -49,19 +48,6 @@ def proxy_from_hash(data: dict[str, str]) -> Proxy:
 def lease_from_hash(data: dict[str, str]) -> Lease:
     raw = {k: v for k, v in data.items() if k in _LEASE_FIELDS}
     return msgspec.convert(raw, Lease, strict=False)
-
-
-def raise_proxy_refusal(proxy_id: str, res: list[Any], refused: str) -> None:
-    """The error a proxy script's refusal stands for, as transition.lua and egress.lua
-    answer: -1 missing, -2 a stale generation, -3 not allowed in its phase (`refused`
-    says what it may not do); nothing for any other reply."""
-    code = int(res[0])
-    if code == -1:
-        raise NotFound(f"proxy {proxy_id} not found")
-    if code == -2:
-        raise Conflict(f"proxy {proxy_id} changed (generation {res[1]}, phase {res[2]})")
-    if code == -3:
-        raise Conflict(f"proxy {proxy_id} is {res[2]}: {refused}")
 
 
 def pairs_to_dict(flat: list[str]) -> dict[str, str]:

@@ -10,6 +10,7 @@ from typing import Any
 from proxyfleet.common.errors import Conflict
 from proxyfleet.common.models import Proxy
 from proxyfleet.common.store.codec import proxy_to_hash
+from proxyfleet.common.store.replies import CreateReply, FencedOut
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,12 +30,6 @@ class Fence:
 
     lock: str
     token: str
-
-
-class FencedOut(Conflict):
-    """The fence's lock is no longer its token's: another replica acts now."""
-
-    code = "fenced_out"
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,8 +67,8 @@ def create_args(
 
 def decode_created(proxies: Sequence[Proxy], res: list[Any]) -> Created:
     """The script's answer, or the Conflict it stands for."""
-    code = int(res[0])
-    if code == -5:
+    reply = CreateReply(int(res[0]))
+    if reply is CreateReply.OVER_MAX:
         existing, limit = int(res[1]), int(res[2])
         provider = proxies[0].provider
         raise Conflict(
@@ -82,14 +77,15 @@ def decode_created(proxies: Sequence[Proxy], res: list[Any]) -> Created:
             "do not count)",
             code="max_proxies",
         )
-    if code == -6:
+    if reply is CreateReply.KEY_REUSED:
         raise Conflict(
             "this Idempotency-Key was used with a different request body; use a new key "
             "for a different create",
             code="idempotency_key_reused",
         )
-    if code == -9:
+    if reply is CreateReply.FENCED_OUT:
         raise FencedOut("the pool's lock passed to another replica: nothing created")
-    if code == 2:
+    if reply is CreateReply.REPLAYED:
         return Created([str(i) for i in res[1:]], replayed=True)
-    return Created([p.id for p, ok in zip(proxies, res[1:], strict=True) if int(ok)])
+    made = zip(proxies, res[1:], strict=True)
+    return Created([p.id for p, one in made if int(one) == CreateReply.CREATED])

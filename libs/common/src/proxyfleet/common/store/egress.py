@@ -11,11 +11,12 @@ import redis.asyncio as aioredis
 
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.egress import REVOKED_EGRESS_CHANGED, network
-from proxyfleet.common.store.codec import encode_value, raise_proxy_refusal
 from proxyfleet.common.store.fastid import fast_id
 from proxyfleet.common.store.mux import ScriptMux
 from proxyfleet.common.store.outage import translates_outages
+from proxyfleet.common.store.replies import raise_proxy_refusal
 from proxyfleet.common.store.scripts import Scripts
+from proxyfleet.common.store.transitions import field_args
 
 SHARED_WITH_MAX = 5
 """Most other proxy ids a proxy.egress_shared event names."""
@@ -73,9 +74,6 @@ class EgressStore:
         a shared address, and (with `revoke`) revokes the proxy's lease with reason
         `egress_changed` when an address it had is replaced. Raises NotFound, or Conflict
         for a stale generation or a proxy that is not probed (going away)."""
-        flat: list[str] = []
-        for key, value in (fields or {}).items():
-            flat += [key, encode_value(value)]
         res = await self._scripts.call(
             "egress",
             proxy_id,
@@ -89,7 +87,7 @@ class EgressStore:
             "1" if revoke else "0",
             REVOKED_EGRESS_CHANGED,
             SHARED_WITH_MAX,
-            *flat,
+            *field_args(fields or {}),
         )
         raise_proxy_refusal(proxy_id, res, "its address is not recorded")
         return EgressWrite(gen=int(res[1]), ended_lease_id=str(res[2]), shared=int(res[3]))

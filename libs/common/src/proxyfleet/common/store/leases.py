@@ -19,6 +19,7 @@ from proxyfleet.common.store.fastid import fast_id, fast_lease_id
 from proxyfleet.common.store.lease_pages import LeasePage, active_page, lease_of_proxy
 from proxyfleet.common.store.mux import ScriptMux
 from proxyfleet.common.store.outage import translates_outages
+from proxyfleet.common.store.replies import LeaseReply
 from proxyfleet.common.store.scripts import Scripts
 
 _json = msgspec.json.Encoder()
@@ -161,8 +162,8 @@ class LeaseStore:
             self._exclusivity,
             req.distinct or "",
         )
-        code = int(res[0])
-        if code in (1, 2):
+        reply = LeaseReply(int(res[0]))
+        if reply in (LeaseReply.OK, LeaseReply.REPLAYED):
             lease = Lease(
                 id=str(res[5]),
                 proxy_id=res[1],
@@ -170,7 +171,7 @@ class LeaseStore:
                 holder=req.holder,
                 target=req.target,
                 client=req.client,
-                granted_at=now if code == 1 else float(res[6]),
+                granted_at=now if reply is LeaseReply.OK else float(res[6]),
                 expires_at=float(res[3]),
                 egress_ip=str(res[7] or ""),
             )
@@ -180,24 +181,25 @@ class LeaseStore:
                 username or "", password or "",
             )  # fmt: skip
             return lease, proxy
-        if code == 0:
+        if reply is LeaseReply.NONE_AVAILABLE:
             retry_after = min(float(res[1]), self.policy.max_ttl)
             skipped = int(res[2]), int(res[3]), int(res[4])
             raise nothing_available(retry_after, *skipped, self.policy.max_probe_age)
-        if code == -1:
+        if reply is LeaseReply.MISSING:
             raise NotFound(f"proxy {req.proxy_id} not found")
-        if code == -6:
+        if reply is LeaseReply.KEY_REUSED:
             raise Conflict(
                 "this Idempotency-Key was used with a different grant request; use a new key "
                 "for a different grant",
                 code="idempotency_key_reused",
             )
-        if code == -7:
+        if reply is LeaseReply.LEASE_ENDED:
             raise Conflict(
                 f"the lease this Idempotency-Key granted has ended ({res[1]}); use a new key "
                 "for a new lease",
                 code="idempotent_lease_ended",
             )
+        # NOT_GRANTABLE: the proxy asked for, not now (res: why, retry after, code)
         raise Conflict(str(res[1]), retry_after=float(res[2]), code=_code(res, 3))
 
     async def get(self, lease_id: str) -> tuple[Lease, str] | None:
@@ -282,10 +284,10 @@ class LeaseStore:
 
     @staticmethod
     def _check(res: list[object], lease_id: str) -> None:
-        code = int(str(res[0]))
-        if code == -1:
+        reply = LeaseReply(int(str(res[0])))
+        if reply is LeaseReply.MISSING:
             raise NotFound(f"lease {lease_id} not found")
-        if code == -2:
+        if reply is LeaseReply.REFUSED:
             raise Conflict(f"lease {lease_id}: {res[1]}", code=_code(res, 2))
 
 

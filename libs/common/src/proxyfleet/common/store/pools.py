@@ -15,11 +15,18 @@ import redis.asyncio as aioredis
 
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.errors import Conflict, NotFound
-from proxyfleet.common.models import EventData, EventType, Withheld
+from proxyfleet.common.events import EventData, EventType
+from proxyfleet.common.models import Withheld
 from proxyfleet.common.pool_spec import POOL_LABEL, Owner, PoolRecord, PoolSpec, PoolStatus
-from proxyfleet.common.store.creates import Fence, FencedOut
+from proxyfleet.common.store.creates import Fence
 from proxyfleet.common.store.fastid import fast_id
 from proxyfleet.common.store.outage import translates_outages
+from proxyfleet.common.store.replies import (
+    FencedOut,
+    PoolReply,
+    ProxyReply,
+    raise_proxy_refusal,
+)
 from proxyfleet.common.store.scripts import Scripts
 
 MEMBER_FIELDS = (
@@ -100,12 +107,12 @@ class PoolStore:
                 desired, repr(self._clock.now()), fast_id("e"), gen, "spec",
                 spec.egress_exclusive or "",
             )  # fmt: skip
-            code = int(res[0])
-            if code in (0, 1):
-                return Applied(int(res[1]), changed=code == 1)
-            if code == -1:
+            reply = _pool_reply(res)
+            if reply in (PoolReply.DONE, PoolReply.UNCHANGED):
+                return Applied(int(res[1]), changed=reply is PoolReply.DONE)
+            if reply is PoolReply.OWNED:
                 raise PoolOwned(name, str(res[1]), str(res[2]))
-            if code == -2:
+            if reply is PoolReply.DELETING:
                 raise Conflict(f"pool {name} is being deleted", code="pool_deleting")
         raise Conflict(f"pool {name} keeps changing: try again")
 
@@ -134,19 +141,19 @@ class PoolStore:
             "pool_delete", name, owner.value, "1" if keep_proxies else "0",
             repr(self._clock.now()), fast_id("e"), POOL_LABEL,
         )  # fmt: skip
-        code = int(res[0])
-        if code == -4:
+        reply = _pool_reply(res)
+        if reply is PoolReply.MISSING:
             raise NotFound(f"pool {name} not found")
-        if code == -1:
+        if reply is PoolReply.OWNED:
             raise PoolOwned(name, str(res[1]), str(res[2]))
-        return code == 1
+        return reply is PoolReply.DONE
 
     async def remove_if_empty(self, name: str, fence: Fence) -> bool:
         """Remove a pool being deleted once it has no member left (pool.deleted)."""
         res = await self._scripts.call(
             "pool_remove", name, repr(self._clock.now()), fast_id("e"), fence.lock, fence.token
         )
-        return _fenced(res) == 1
+        return _pool_reply(res) is PoolReply.DONE
 
     async def scale(self, name: str, desired: int, reason: str, gen: int, fence: Fence) -> bool:
         """Set the desired size autoscale decided (pool.scaled); False when unchanged, the
@@ -155,7 +162,7 @@ class PoolStore:
             "pool_scale", name, desired, reason, repr(self._clock.now()), fast_id("e"),
             fence.lock, fence.token, gen,
         )  # fmt: skip
-        return _fenced(res) == 1
+        return _pool_reply(res) is PoolReply.DONE
 
     async def announce(
         self, name: str, event_type: EventType, data: EventData, fence: Fence
@@ -169,7 +176,7 @@ class PoolStore:
             "pool_event", name, event_type.value, repr(self._clock.now()), fast_id("e"),
             fence.lock, fence.token, *pairs,
         )  # fmt: skip
-        return _fenced(res) == 1
+        return _pool_reply(res) is PoolReply.DONE
 
     async def write_status(self, name: str, status: PoolStatus, ttl: float) -> None:
         """The controller's view of the pool, kept `ttl` seconds (a stale one expires)."""
@@ -237,17 +244,15 @@ class PoolStore:
             "withhold", proxy_id, kind.value, reason, repr(self._clock.now()), fast_id("e"),
             actor, fence.lock if fence else "", fence.token if fence else "",
         )  # fmt: skip
-        code = _fenced(res)
-        if code == -1:
-            raise NotFound(f"proxy {proxy_id} not found")
-        return code == 1
+        return raise_proxy_refusal(proxy_id, res, "cannot be withheld") is ProxyReply.OK
 
 
-def _fenced(res: list[Any]) -> int:
-    code = int(res[0])
-    if code == -9:
+def _pool_reply(res: list[Any]) -> PoolReply:
+    """A pool script's reply; FencedOut for a fenced write refused."""
+    reply = PoolReply(int(res[0]))
+    if reply is PoolReply.FENCED_OUT:
         raise FencedOut("the pool's lock passed to another replica: nothing written")
-    return code
+    return reply
 
 
 def _record(name: str, data: dict[str, str], status: str | None) -> PoolRecord | None:

@@ -10,16 +10,9 @@ from typing import Any, cast
 import redis.asyncio as aioredis
 
 from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import Conflict, StoreError
-from proxyfleet.common.lifecycle import ALLOWED
+from proxyfleet.common.errors import StoreError
 from proxyfleet.common.models import Phase, Proxy
-from proxyfleet.common.store.codec import (
-    encode_value,
-    pairs_to_dict,
-    proxy_from_hash,
-    proxy_to_hash,
-    raise_proxy_refusal,
-)
+from proxyfleet.common.store.codec import pairs_to_dict, proxy_from_hash, proxy_to_hash
 from proxyfleet.common.store.creates import (
     Created,
     Fence,
@@ -34,18 +27,9 @@ from proxyfleet.common.store.mux import ScriptMux
 from proxyfleet.common.store.outage import translates_outages
 from proxyfleet.common.store.outbox import Outbox
 from proxyfleet.common.store.proxy_pages import ProxyFilter, proxy_page, read_proxies
+from proxyfleet.common.store.replies import CreateReply
 from proxyfleet.common.store.scripts import Scripts
-
-_SOURCES: dict[Phase, str] = {
-    dst: ",".join(sorted(src for src, dsts in ALLOWED.items() if dst in dsts)) for dst in Phase
-}
-
-
-@dataclass(frozen=True, slots=True)
-class TransitionResult:
-    gen: int
-    previous: Phase
-    ended_lease_id: str = ""
+from proxyfleet.common.store.transitions import Move, TransitionResult
 
 
 @dataclass(frozen=True, slots=True)
@@ -121,8 +105,8 @@ class ProxyRegistry:
                 flat += [k, v]
         now = repr(self._clock.now())
         args = (proxy.id, fast_id("e"), now, proxy.phase.value, repr(hold), *flat)
-        code = int(await self._scripts.call("adopt", *args))
-        return None if code < 0 else code == 1
+        reply = CreateReply(int(await self._scripts.call("adopt", *args)))
+        return None if reply is CreateReply.TOMBSTONED else reply is CreateReply.CREATED
 
     async def get(self, proxy_id: str) -> Proxy | None:
         return (await read_proxies(self._redis, self._ns, [proxy_id]))[0]
@@ -147,20 +131,14 @@ class ProxyRegistry:
 
         Raises NotFound, or Conflict when the generation is stale, the move not allowed or
         (with unleased_only) a lease holds the proxy; checked in the same atomic script.
+        `fields` are Proxy fields (transitions.WRITABLE): another name is a TypeError.
         """
-        return await self._run(
-            proxy_id,
-            to.value,
-            _SOURCES[to],
-            expected_gen,
-            fields,
-            unleased_only=unleased_only,
-            delete_reason=delete_reason,
-        )
+        move = Move(proxy_id, to, expected_gen, fields, unleased_only, delete_reason)
+        return await self._run(move)
 
     async def update(self, proxy_id: str, *, expected_gen: int | None = None, **fields: Any) -> int:
         """Set fields without a transition (probe streaks, addresses); returns the generation."""
-        return (await self._run(proxy_id, "", "", expected_gen, fields)).gen
+        return (await self._run(Move(proxy_id, None, expected_gen, fields))).gen
 
     async def update_many(
         self, updates: Sequence[tuple[str, int | None, dict[str, Any]]]
@@ -169,59 +147,24 @@ class ProxyRegistry:
         per update its generation, or the NotFound/Conflict `update` would have raised."""
         if not updates:
             return []
+        moves = [Move(proxy_id, None, expected, fields) for proxy_id, expected, fields in updates]
+        now = self._clock.now()
+        calls = [m.args(now, self._deleted_ttl) for m in moves]
         async with self._redis.pipeline(transaction=False) as pipe:
-            for proxy_id, expected, fields in updates:
-                args = self._args(proxy_id, "", "", expected, fields)
+            for args in calls:
                 await self._scripts.queue(pipe, "transition", *args)
             rows = await pipe.execute()
         out: list[int | StoreError] = []
-        for (proxy_id, _, _), res in zip(updates, rows, strict=True):
+        for move, res in zip(moves, rows, strict=True):
             try:
-                out.append(_decode(proxy_id, "", res).gen)
+                out.append(move.decode(res).gen)
             except StoreError as exc:
                 out.append(exc)
         return out
 
-    def _args(
-        self,
-        proxy_id: str,
-        to: str,
-        allowed: str,
-        expected: int | None,
-        fields: dict[str, Any],
-        unleased_only: bool = False,
-        delete_reason: str = "",
-    ) -> list[Any]:
-        flat: list[str] = []
-        for k, v in fields.items():
-            flat += [k, encode_value(v)]
-        return [
-            proxy_id,
-            -1 if expected is None else expected,
-            allowed,
-            to,
-            repr(self._clock.now()),
-            self._deleted_ttl,
-            "1" if unleased_only else "0",
-            fast_id("e") if to else "",  # the event id (format of ids.new_event_id)
-            delete_reason,
-            *flat,
-        ]
-
-    async def _run(
-        self,
-        proxy_id: str,
-        to: str,
-        allowed: str,
-        expected: int | None,
-        fields: dict[str, Any],
-        *,
-        unleased_only: bool = False,
-        delete_reason: str = "",
-    ) -> TransitionResult:
-        args = self._args(proxy_id, to, allowed, expected, fields, unleased_only, delete_reason)
-        res = await self._scripts.call("transition", *args)
-        return _decode(proxy_id, to, res)
+    async def _run(self, move: Move) -> TransitionResult:
+        args = move.args(self._clock.now(), self._deleted_ttl)
+        return move.decode(await self._scripts.call("transition", *args))
 
     async def page(
         self,
@@ -327,11 +270,3 @@ class ProxyRegistry:
 
     async def size(self) -> int:
         return int(await self._redis.zcard(self._key("proxies")))
-
-
-def _decode(proxy_id: str, to: str, res: list[Any]) -> TransitionResult:
-    """The transition script's reply, or the NotFound/Conflict it stands for."""
-    raise_proxy_refusal(proxy_id, res, f"cannot move to {to}")
-    if int(res[0]) == -4:
-        raise Conflict(f"proxy {proxy_id} is leased (lease {res[3]})")
-    return TransitionResult(gen=int(res[1]), previous=Phase(res[2]), ended_lease_id=res[3])

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from proxyfleet.common.errors import InvalidInput
-from proxyfleet.common.models import EventType
+from proxyfleet.common.events import EventType
 
 FAMILIES = frozenset(t.value.split(".", 1)[0] for t in EventType)
 TYPES = frozenset(t.value for t in EventType)

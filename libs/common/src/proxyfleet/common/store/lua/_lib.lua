@@ -225,31 +225,31 @@ local function acted(owner, actor, data)
   return data
 end
 
--- pool: the pool the event concerns ('' or nil: none, and the key is left out).
+-- pool: the pool the event concerns ('' or nil: none, and the key is left out). The
+-- envelope (event_json), the subject and the event types come from the prelude.
 local function event(event_type, event_id, now_raw, proxy_id, provider, lease_id, data, pool)
   events_made = events_made + 1
   local id = event_id
   if events_made > 1 then id = event_id .. '-' .. events_made end
   local parts = {}
   for i = 1, #data, 2 do parts[#parts + 1] = json_str(data[i]) .. ':' .. data[i + 1] end
-  local in_pool = ''
-  if pool and pool ~= '' then in_pool = ',"pool":' .. json_str(pool) end
-  local body = '{"type":' .. json_str(event_type) .. ',"schema_version":1,"id":' .. json_str(id)
-    .. ',"time":' .. now_raw .. ',"proxy_id":' .. json_str(proxy_id)
-    .. ',"provider":' .. json_str(provider) .. ',"lease_id":' .. json_str(lease_id) .. in_pool
-    .. ',"data":{' .. table.concat(parts, ',') .. '}}'
-  outbox_add('proxyfleet.events.' .. event_type, id, body)
+  local in_pool = nil
+  if pool and pool ~= '' then in_pool = json_str(pool) end
+  local body = event_json({type = json_str(event_type), id = json_str(id), time = now_raw,
+    proxy_id = json_str(proxy_id), provider = json_str(provider),
+    lease_id = json_str(lease_id), pool = in_pool, data = '{' .. table.concat(parts, ',') .. '}'})
+  outbox_add(event_subject(event_type), id, body)
 end
 
 local function intent_create(provider, proxy_id)
-  outbox_add('proxyfleet.intents.' .. provider .. '.create', proxy_id .. ':create',
-    '{"type":"create","proxy_id":' .. json_str(proxy_id) .. '}')
+  outbox_add(intent_create_subject(provider), proxy_id .. ':create',
+    create_intent_json({proxy_id = json_str(proxy_id)}))
 end
 
 local function intent_delete(provider, proxy_id, gen, reason)
-  outbox_add('proxyfleet.intents.' .. provider .. '.delete', proxy_id .. ':delete:' .. gen,
-    '{"type":"delete","proxy_id":' .. json_str(proxy_id) .. ',"resource_id":"","reason":'
-      .. json_str(reason) .. '}')
+  outbox_add(intent_delete_subject(provider), proxy_id .. ':delete:' .. gen,
+    delete_intent_json({proxy_id = json_str(proxy_id), resource_id = '""',
+      reason = json_str(reason)}))
 end
 
 -- The provider of a lease: stored on it at grant; older leases ask their proxy.
@@ -262,12 +262,12 @@ local function lease_provider(lease_id, proxy_id)
 end
 
 -- Why a lease that is no longer active refuses renew/report/release: a revoked one says
--- what revoked it (stored by the script that did). -> {-2, message, code}
+-- what revoked it (stored by the script that did). -> {REFUSED, message, code}
 local function not_active(lkey, state)
   if state == 'revoked' then
     local why = redis.call('HGET', lkey, 'reason')
     if not why or why == '' then why = 'proxy gone' end
-    return {-2, 'lease revoked: ' .. why, 'lease_revoked'}
+    return {LEASE_REPLY.REFUSED, 'lease revoked: ' .. why, 'lease_revoked'}
   end
-  return {-2, 'lease is ' .. state}
+  return {LEASE_REPLY.REFUSED, 'lease is ' .. state}
 end

@@ -3,12 +3,13 @@
 --       'provisioning': the runner's create adopts the resource and finds its address),
 --       hold (seconds before its first grant: a lease from before the reset may still be
 --       in use), field, value, ...
--- -> 1 adopted | 0 the proxy exists | -1 tombstoned (it was deleted: GC's to remove)
+-- -> CREATED adopted | EXISTS the proxy exists | TOMBSTONED it was deleted: GC's to remove
+--    (CREATE_REPLY)
 local id, event_id, now_raw, phase = ARGV[2], ARGV[3], ARGV[4], ARGV[5]
 local hold = tonumber(ARGV[6]) or 0
 local pkey = k('proxy', id)
-if redis.call('EXISTS', pkey) == 1 then return 0 end
-if redis.call('ZSCORE', k('tombstones'), id) then return -1 end
+if redis.call('EXISTS', pkey) == 1 then return CREATE_REPLY.EXISTS end
+if redis.call('ZSCORE', k('tombstones'), id) then return CREATE_REPLY.TOMBSTONED end
 index_marker_if_empty(now_raw)
 for i = 7, #ARGV, 2 do redis.call('HSET', pkey, ARGV[i], ARGV[i + 1]) end
 -- Cooling down until the hold ends: the first good probe makes it ready, not grantable.
@@ -25,6 +26,6 @@ if phase == 'booting' then
 else
   intent_create(provider, id)
 end
-event('proxy.adopted', event_id, now_raw, id, provider, '',
+event(EVENT.PROXY_ADOPTED, event_id, now_raw, id, provider, '',
   {'from', '""', 'gen', '1', 'reason', json_str('registry reset: resource adopted')}, pool)
-return 1
+return CREATE_REPLY.CREATED

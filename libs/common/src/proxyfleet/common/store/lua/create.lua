@@ -2,22 +2,23 @@
 -- ARGV: ns, event_id, now, provider (of the limit), max_proxies (-1: none), idem_key
 --       ('': none), fingerprint, idem_ttl, n, fence lock ('': none), fence token,
 --       then n times: id, nfields, field, value, ...
--- -> {1, created_1, ..., created_n} (1 created, 0 the id exists) | {2, id, ...} a replay:
---    the ids the first create with this key made | {-5, existing, max} past max_proxies
---    | {-6} the key was used with another body | {-9} fenced out (the lock is not the token's)
+-- -> {CREATED, created_1, ..., created_n} (each CREATED, or EXISTS: the id exists)
+--    | {REPLAYED, id, ...} the ids the first create with this key made
+--    | {OVER_MAX, existing, max} past max_proxies | {KEY_REUSED} the key was used with
+--    another body | {FENCED_OUT} the lock is not the token's   (CREATE_REPLY)
 -- A new pending proxy is announced (proxy.pending) and its create intent queued, both in
 -- the outbox; a proxy stored in another phase (an import, a test seed) is not announced.
 local event_id, now_raw, provider = ARGV[2], ARGV[3], ARGV[4]
 local max, idem, fingerprint = tonumber(ARGV[5]), ARGV[6], ARGV[7]
 local n = tonumber(ARGV[9])
-if fenced_out(ARGV[10], ARGV[11]) then return {-9} end
+if fenced_out(ARGV[10], ARGV[11]) then return {CREATE_REPLY.FENCED_OUT} end
 
 local ikey = (idem ~= '') and k('idem', idem) or nil
 if ikey then
   local seen = redis.call('HMGET', ikey, 'fp', 'ids')
   if seen[1] then
-    if seen[1] ~= fingerprint then return {-6} end
-    local out = {2}
+    if seen[1] ~= fingerprint then return {CREATE_REPLY.KEY_REUSED} end
+    local out = {CREATE_REPLY.REPLAYED}
     for id in string.gmatch(seen[2], '[^,]+') do out[#out + 1] = id end
     return out
   end
@@ -29,16 +30,16 @@ if max >= 0 then
   local c = redis.call('HMGET', k('counts', provider), unpack(COUNTED))
   local existing = 0
   for _, v in ipairs(c) do existing = existing + (tonumber(v) or 0) end
-  if existing + n > max then return {-5, existing, max} end
+  if existing + n > max then return {CREATE_REPLY.OVER_MAX, existing, max} end
 end
 
 index_marker_if_empty(now_raw)
-local out, ids, i = {1}, {}, 12
+local out, ids, i = {CREATE_REPLY.CREATED}, {}, 12
 for _ = 1, n do
   local id, nfields = ARGV[i], tonumber(ARGV[i + 1])
   local pkey = k('proxy', id)
   if redis.call('EXISTS', pkey) == 1 then
-    out[#out + 1] = 0
+    out[#out + 1] = CREATE_REPLY.EXISTS
   else
     redis.call('HSET', pkey, unpack(ARGV, i + 2, i + 1 + 2 * nfields))
     redis.call('ZADD', k('proxies'), 0, id)
@@ -49,11 +50,11 @@ for _ = 1, n do
       member_add(p[4], id, tonumber(p[5]) or 0)
     end
     if p[2] == 'pending' then
-      event('proxy.pending', event_id, now_raw, id, p[1], '', {'from', '""', 'gen', p[3] or '0'},
+      event(EVENT.PROXY_PENDING, event_id, now_raw, id, p[1], '', {'from', '""', 'gen', p[3] or '0'},
         p[4])
       intent_create(p[1], id)
     end
-    out[#out + 1] = 1
+    out[#out + 1] = CREATE_REPLY.CREATED
     ids[#ids + 1] = id
   end
   i = i + 2 + 2 * nfields

@@ -6,19 +6,20 @@
 -- Moves the proxy between the address index sets and count hashes (_lib.lua
 -- egress_forget; constant work however many proxies share the address), and appends proxy.egress_changed (old -> new, when there was an old address),
 -- proxy.egress_shared (when others leave through the new one) and lease.revoked.
--- -> {1, gen, ended_lease_id, shared} | {-1} missing | {-2, gen, phase} stale gen
---    | {-3, gen, phase} not a probed phase (going away: its address no longer counts)
+-- -> {OK, gen, ended_lease_id, shared} | {MISSING} | {STALE_GEN, gen, phase}
+--    | {PHASE_REFUSED, gen, phase} not a probed phase (going away: its address no longer
+--    counts)   (PROXY_REPLY)
 local id, expected, now_raw, event_id = ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local ip, net, revoke, reason = ARGV[6], ARGV[7], ARGV[10] == '1', ARGV[11]
 local shared_max = tonumber(ARGV[12])
 local pkey = k('proxy', id)
 local cur = redis.call('HMGET', pkey, 'gen', 'phase', 'provider', 'zone', 'pool', 'lease_id',
   'egress_ip')
-if not cur[1] then return {-1} end
+if not cur[1] then return {PROXY_REPLY.MISSING} end
 local gen, phase = tonumber(cur[1]), cur[2]
-if expected >= 0 and gen ~= expected then return {-2, gen, phase} end
+if expected >= 0 and gen ~= expected then return {PROXY_REPLY.STALE_GEN, gen, phase} end
 if not PROBED[phase] then
-  return {-3, gen, phase}
+  return {PROXY_REPLY.PHASE_REFUSED, gen, phase}
 end
 for i = 13, #ARGV, 2 do redis.call('HSET', pkey, ARGV[i], ARGV[i + 1]) end
 if ARGV[8] == '' then  -- no candidate: absent fields read as empty (and cost no memory)
@@ -28,7 +29,7 @@ else
 end
 local old = cur[7] or ''
 if ip == old then
-  return {1, gen, '', (ip ~= '') and redis.call('SCARD', k('egress', ip)) or 0}
+  return {PROXY_REPLY.OK, gen, '', (ip ~= '') and redis.call('SCARD', k('egress', ip)) or 0}
 end
 
 egress_forget(id)
@@ -42,7 +43,7 @@ end
 
 local provider = cur[3] or ''
 if old ~= '' then
-  event('proxy.egress_changed', event_id, now_raw, id, provider, '',
+  event(EVENT.PROXY_EGRESS_CHANGED, event_id, now_raw, id, provider, '',
     {'egress_ip', json_str(ip), 'from_egress_ip', json_str(old)})
 end
 if shared > 1 then
@@ -51,7 +52,7 @@ if shared > 1 then
   for _, other in ipairs(redis.call('SRANDMEMBER', k('egress', ip), shared_max + 1)) do
     if other ~= id and #others < shared_max then others[#others + 1] = json_str(other) end
   end
-  event('proxy.egress_shared', event_id, now_raw, id, provider, '',
+  event(EVENT.PROXY_EGRESS_SHARED, event_id, now_raw, id, provider, '',
     {'egress_ip', json_str(ip), 'shared_with', '[' .. table.concat(others, ',') .. ']'})
 end
 
@@ -63,7 +64,7 @@ if revoke and old ~= '' and lease_id ~= '' then
   ended = lease_id
   redis.call('HSET', k('lease', ended), 'reason', reason)
   local owner = redis.call('HGET', k('lease', ended), 'client')
-  event('lease.revoked', event_id, now_raw, id, provider, ended,
+  event(EVENT.LEASE_REVOKED, event_id, now_raw, id, provider, ended,
     acted(owner, '', {'reason', json_str(reason)}))
 end
-return {1, gen, ended, shared}
+return {PROXY_REPLY.OK, gen, ended, shared}

@@ -7,7 +7,7 @@ local out = {}
 for _, lease_id in ipairs(ids) do
   local l = redis.call('HMGET', k('lease', lease_id), 'epoch', 'client')
   local proxy_id = end_lease(lease_id, 'expired', now, cooldown, ARGV[6]) or ''
-  event('lease.expired', ARGV[5], ARGV[2], proxy_id, lease_provider(lease_id, proxy_id),
+  event(EVENT.LEASE_EXPIRED, ARGV[5], ARGV[2], proxy_id, lease_provider(lease_id, proxy_id),
     lease_id, acted(l[2], '', {'epoch', l[1] or '0'}))
   out[#out + 1] = lease_id
   out[#out + 1] = proxy_id

@@ -8,13 +8,14 @@
 --       provider's mode: `ip,subnet,none;<default>;<provider>=<mode>,...`, built once by
 --       proxyfleet.common.store.egress_holds), distinct ('' | the ip or subnet mode's name:
 --       the exit address or network must be one the client holds no lease on)
--- -> {1, proxy_id, epoch, expires_at, {provider, zone, host, port, username, password},
+-- -> {OK, proxy_id, epoch, expires_at, {provider, zone, host, port, username, password},
 --     lease_id, granted_at, egress_ip}
---  | {2, ...the same} a replay: the lease the first grant with this key made, still active
---  | {-6} the key was used with another request | {-7, state} its lease has ended
---  | {0, retry_after, stale, not_distinct, address_taken} nothing available (counts of the
---    candidates skipped for their probe, for `distinct`, for their held or cooling address)
---  | {-1} no such proxy | {-3, reason, retry_after[, code]} specific proxy not grantable
+--  | {REPLAYED, ...the same} the lease the first grant with this key made, still active
+--  | {KEY_REUSED} the key was used with another request | {LEASE_ENDED, state} its lease
+--    has ended | {NONE_AVAILABLE, retry_after, stale, not_distinct, address_taken} (counts
+--    of the candidates skipped for their probe, for `distinct`, for their held or cooling
+--    address) | {MISSING} no such proxy | {NOT_GRANTABLE, reason, retry_after[, code]}
+--    the proxy asked for is not grantable   (LEASE_REPLY)
 local now, lease_id, holder, target = tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
 local ttl, want, provider, zone = tonumber(ARGV[6]), ARGV[7], ARGV[8], ARGV[9]
 local labels_json, scan_limit, retry = ARGV[10], tonumber(ARGV[11]), tonumber(ARGV[12])
@@ -43,13 +44,13 @@ local ikey = (idem ~= '') and k('grant_idem', idem) or nil
 if ikey then
   local seen = redis.call('HMGET', ikey, 'fp', 'lease')
   if seen[1] then
-    if seen[1] ~= fingerprint then return {-6} end
+    if seen[1] ~= fingerprint then return {LEASE_REPLY.KEY_REUSED} end
     local l = redis.call('HMGET', k('lease', seen[2]), 'state', 'proxy_id', 'epoch',
       'expires_at', 'granted_at', 'egress_ip')
-    if l[1] ~= 'active' then return {-7, l[1] or 'expired'} end
+    if l[1] ~= 'active' then return {LEASE_REPLY.LEASE_ENDED, l[1] or 'expired'} end
     local got = redis.call('HMGET', k('proxy', l[2]), 'provider', 'zone', 'host', 'port',
       'username', 'password')
-    return {2, l[2], tonumber(l[3]), l[4], got, seen[2], l[5], l[6] or ''}
+    return {LEASE_REPLY.REPLAYED, l[2], tonumber(l[3]), l[4], got, seen[2], l[5], l[6] or ''}
   end
 end
 
@@ -145,55 +146,62 @@ local function take(id, got, mode)
     redis.call('HSET', ikey, 'fp', fingerprint, 'lease', lease_id)
     redis.call('EXPIRE', ikey, math.max(math.ceil(ttl), 1))
   end
-  event('lease.granted', event_id, ARGV[2], id, provider_, lease_id,
+  event(EVENT.LEASE_GRANTED, event_id, ARGV[2], id, provider_, lease_id,
     acted(client, client, data))
-  return {1, id, epoch, tostring(expires), handed, lease_id, ARGV[2], ip}
+  return {LEASE_REPLY.OK, id, epoch, tostring(expires), handed, lease_id, ARGV[2], ip}
 end
 
 if want ~= '' then
+  local NOT_GRANTABLE = LEASE_REPLY.NOT_GRANTABLE
   local p = redis.call('HMGET', k('proxy', want), 'phase', 'lease_id', 'avail_at', 'withheld',
     'pool')
-  if not p[1] then return {-1} end
-  if p[1] ~= 'ready' then return {-3, 'proxy is ' .. p[1] .. ', not ready', tostring(retry)} end
+  if not p[1] then return {LEASE_REPLY.MISSING} end
+  if p[1] ~= 'ready' then
+    return {NOT_GRANTABLE, 'proxy is ' .. p[1] .. ', not ready', tostring(retry)}
+  end
   if p[4] and p[4] ~= '' then
-    return {-3, 'proxy is ' .. p[4] .. ': not granted', tostring(retry), 'proxy_' .. p[4]}
+    return {NOT_GRANTABLE, 'proxy is ' .. p[4] .. ': not granted', tostring(retry),
+      'proxy_' .. p[4]}
   end
   if pool ~= '' and p[5] ~= pool then
-    return {-3, 'proxy is not a member of pool ' .. pool, tostring(retry)}
+    return {NOT_GRANTABLE, 'proxy is not a member of pool ' .. pool, tostring(retry)}
   end
   if p[2] and p[2] ~= '' then
     local exp = tonumber(redis.call('HGET', k('lease', p[2]), 'expires_at')) or (now + retry)
-    return {-3, 'proxy is leased', tostring(math.max(exp - now, 0.001))}
+    return {NOT_GRANTABLE, 'proxy is leased', tostring(math.max(exp - now, 0.001))}
   end
   local avail_at = tonumber(p[3]) or 0
   if avail_at > now then
-    return {-3, 'proxy is cooling down', tostring(avail_at - now)}
+    return {NOT_GRANTABLE, 'proxy is cooling down', tostring(avail_at - now)}
   end
   if not fresh(want) then
     local why = string.format('proxy has no good probe in the last %g s', max_age)
-    return {-3, why, tostring(retry), 'probe_stale'}
+    return {NOT_GRANTABLE, why, tostring(retry), 'probe_stale'}
   end
   if banned(want) then
     local until_ = tonumber(redis.call('ZSCORE', ban_key, want))
-    return {-3, 'proxy is banned for ' .. target, tostring(until_ - now)}
+    return {NOT_GRANTABLE, 'proxy is banned for ' .. target, tostring(until_ - now)}
   end
-  if not labels_match(want) then return {-3, 'proxy does not match the selector', tostring(retry)} end
+  if not labels_match(want) then
+    return {NOT_GRANTABLE, 'proxy does not match the selector', tostring(retry)}
+  end
   local got = read(want)
   local ip, net = got[9] or '', got[10] or ''
   if not_distinct(ip, net) then
     local unit = (distinct == SUBNET) and 'a network' or 'an address'
-    return {-3, 'proxy exits through ' .. unit .. ' this client already holds a lease on',
+    return {NOT_GRANTABLE,
+      'proxy exits through ' .. unit .. ' this client already holds a lease on',
       tostring(retry), 'egress_not_distinct'}
   end
   local mode = mode_of(got)
   local taken, frees = egress_taken(mode, ip, net, now, SUBNET, NONE)
   if taken == 'egress_held' then
     local until_ = egress_holds_end(frees) or (now + retry)
-    return {-3, 'proxy exits through ' .. ip .. ', held by another lease',
+    return {NOT_GRANTABLE, 'proxy exits through ' .. ip .. ', held by another lease',
       tostring(math.max(until_ - now, 0.001)), taken}
   elseif taken then
-    return {-3, 'proxy exits through ' .. ip .. ', which is cooling down', tostring(frees - now),
-      taken}
+    return {NOT_GRANTABLE, 'proxy exits through ' .. ip .. ', which is cooling down',
+      tostring(frees - now), taken}
   end
   return take(want, got, mode)
 end
@@ -286,4 +294,4 @@ for _, free in ipairs(frees) do
   if at and (not soonest or at < soonest) then soonest = at end
 end
 if soonest then retry = math.max(soonest - now, 0.001) end
-return {0, tostring(retry), stale, unlike, taken_n}
+return {LEASE_REPLY.NONE_AVAILABLE, tostring(retry), stale, unlike, taken_n}

@@ -3,18 +3,18 @@
 -- plain fleet (no pool, no pool label, nothing withheld for the pool).
 -- ARGV: ns, name, owner (who asks: only the owner may), keep ('1' | '0'), now, event_id,
 --       the membership label's key (pool_spec.POOL_LABEL)
--- -> {1} | {0} already being deleted | {-1, owner, owner_ref} owned by another source
---    | {-4} no such pool
+-- -> {DONE} | {UNCHANGED} already being deleted | {OWNED, owner, owner_ref} owned by
+--    another source | {MISSING} no such pool   (POOL_REPLY)
 local name, owner, keep, now_raw, event_id = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local pkey = k('pool', name)
 local cur = redis.call('HMGET', pkey, 'owner', 'owner_ref', 'deleting')
-if not cur[1] then return {-4} end
-if cur[1] ~= owner then return {-1, cur[1], cur[2] or ''} end
+if not cur[1] then return {POOL_REPLY.MISSING} end
+if cur[1] ~= owner then return {POOL_REPLY.OWNED, cur[1], cur[2] or ''} end
 if keep ~= '1' then
-  if cur[3] and cur[3] ~= '' then return {0} end
+  if cur[3] and cur[3] ~= '' then return {POOL_REPLY.UNCHANGED} end
   redis.call('HSET', pkey, 'deleting', now_raw)
-  event('pool.deleting', event_id, now_raw, '', '', '', {'keep_proxies', 'false'}, name)
-  return {1}
+  event(EVENT.POOL_DELETING, event_id, now_raw, '', '', '', {'keep_proxies', 'false'}, name)
+  return {POOL_REPLY.DONE}
 end
 local members = redis.call('ZRANGE', k('pool_members', name), 0, -1)
 for _, id in ipairs(members) do
@@ -38,5 +38,5 @@ end
 redis.call('DEL', pkey, k('pool_members', name), k('avail_pool', name),
   k('pool_status', name), k('pool_refused', name))
 redis.call('ZREM', k('pools'), name)
-event('pool.deleted', event_id, now_raw, '', '', '', {'keep_proxies', 'true'}, name)
-return {1}
+event(EVENT.POOL_DELETED, event_id, now_raw, '', '', '', {'keep_proxies', 'true'}, name)
+return {POOL_REPLY.DONE}

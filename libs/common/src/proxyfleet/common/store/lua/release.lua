@@ -1,13 +1,14 @@
 -- ARGV: ns, lease_id, epoch, now, cooldown, event_id, owner ('' = any: admin),
 --       keep (seconds the ended lease stays readable), actor (the calling token's name)
--- -> {1, proxy_id} | {-1} missing or not the owner's | {-2, reason}
+-- -> {OK, proxy_id} | {MISSING} missing or not the owner's | {REFUSED, reason[, code]}
+--    (LEASE_REPLY)
 local lkey = k('lease', ARGV[2])
 local l = redis.call('HMGET', lkey, 'epoch', 'state', 'client')
-if not l[1] or not_owner(l[3], ARGV[7]) then return {-1} end
+if not l[1] or not_owner(l[3], ARGV[7]) then return {LEASE_REPLY.MISSING} end
 if l[2] ~= 'active' then return not_active(lkey, l[2]) end
-if tonumber(ARGV[3]) ~= tonumber(l[1]) then return {-2, 'stale epoch'} end
+if tonumber(ARGV[3]) ~= tonumber(l[1]) then return {LEASE_REPLY.REFUSED, 'stale epoch'} end
 local proxy_id = end_lease(ARGV[2], 'released', tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[8])
   or ''
-event('lease.released', ARGV[6], ARGV[4], proxy_id, lease_provider(ARGV[2], proxy_id), ARGV[2],
+event(EVENT.LEASE_RELEASED, ARGV[6], ARGV[4], proxy_id, lease_provider(ARGV[2], proxy_id), ARGV[2],
   acted(l[3], ARGV[9], {'epoch', l[1]}))
-return {1, proxy_id}
+return {LEASE_REPLY.OK, proxy_id}

@@ -7,20 +7,21 @@
 -- A `zone` field that differs moves the proxy between the per-zone availability sets
 -- (grants select by zone) in this same step; a transition's event then says so
 -- (`zone`, `from_zone`).
--- -> {1, new_gen, old_phase, ended_lease_id} | {-1} missing | {-2, gen, phase} stale gen
---    | {-3, gen, phase} not allowed from the current phase | {-4, gen, phase, lease_id} leased
+-- -> {OK, new_gen, old_phase, ended_lease_id} | {MISSING} | {STALE_GEN, gen, phase}
+--    | {PHASE_REFUSED, gen, phase} not allowed from the current phase
+--    | {LEASED, gen, phase, lease_id}   (PROXY_REPLY)
 local id, expected, allowed, to, now = ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5], ARGV[6]
 local deleted_ttl = tonumber(ARGV[7])
 local pkey = k('proxy', id)
 local cur = redis.call('HMGET', pkey, 'gen', 'phase', 'provider', 'lease_id', 'avail_at', 'zone',
   'pool', 'withheld', 'withheld_reason')
-if not cur[1] then return {-1} end
+if not cur[1] then return {PROXY_REPLY.MISSING} end
 local gen, phase = tonumber(cur[1]), cur[2]
-if expected >= 0 and gen ~= expected then return {-2, gen, phase} end
+if expected >= 0 and gen ~= expected then return {PROXY_REPLY.STALE_GEN, gen, phase} end
 if allowed ~= '' and not string.find(',' .. allowed .. ',', ',' .. phase .. ',', 1, true) then
-  return {-3, gen, phase}
+  return {PROXY_REPLY.PHASE_REFUSED, gen, phase}
 end
-if ARGV[8] == '1' and cur[4] and cur[4] ~= '' then return {-4, gen, phase, cur[4]} end
+if ARGV[8] == '1' and cur[4] and cur[4] ~= '' then return {PROXY_REPLY.LEASED, gen, phase, cur[4]} end
 local from_zone, to_zone = '', ''
 for i = 11, #ARGV, 2 do
   if ARGV[i] == 'zone' and ARGV[i + 1] ~= (cur[6] or '') then
@@ -41,7 +42,7 @@ if to_zone ~= '' then
   end
 end
 for i = 11, #ARGV, 2 do redis.call('HSET', pkey, ARGV[i], ARGV[i + 1]) end
-if to == '' then return {1, gen, phase, ''} end
+if to == '' then return {PROXY_REPLY.OK, gen, phase, ''} end
 
 local new_gen = gen + 1
 redis.call('HSET', pkey, 'phase', to, 'gen', new_gen, 'updated_at', now)
@@ -110,7 +111,7 @@ if ended ~= '' then
   end
   redis.call('HSET', k('lease', ended), 'reason', why)
   local owner = redis.call('HGET', k('lease', ended), 'client')
-  event('lease.revoked', event_id, now_raw, id, provider, ended,
+  event(EVENT.LEASE_REVOKED, event_id, now_raw, id, provider, ended,
     acted(owner, '', {'reason', json_str(why)}))
 end
 if to == 'failed' then
@@ -118,4 +119,4 @@ if to == 'failed' then
 elseif to == 'deleting' then
   intent_delete(provider, id, new_gen, ARGV[10])
 end
-return {1, new_gen, phase, ended}
+return {PROXY_REPLY.OK, new_gen, phase, ended}

@@ -5,20 +5,20 @@
 -- A drained or quarantined proxy leaves every grantable set at once (a lease it has runs
 -- on); back in rotation, a ready unleased one is grantable again after its cooldown, and
 -- the `blocked` reports from before are forgotten (a pool's rule starts counting anew).
--- -> {1, pool, previous} changed | {0, pool, current} nothing to do (already so; a drain
---    leaves a quarantined proxy quarantined; only a quarantined proxy goes back)
---    | {-1} no such proxy | {-9} fenced out
+-- -> {OK, pool, previous} changed | {UNCHANGED, pool, current} nothing to do (already so; a
+--    drain leaves a quarantined proxy quarantined; only a quarantined proxy goes back)
+--    | {MISSING} no such proxy | {FENCED_OUT}   (PROXY_REPLY)
 local id, kind, reason, now_raw, event_id = ARGV[2], ARGV[3], ARGV[4], ARGV[5], ARGV[6]
 local actor = ARGV[7]
-if fenced_out(ARGV[8], ARGV[9]) then return {-9} end
+if fenced_out(ARGV[8], ARGV[9]) then return {PROXY_REPLY.FENCED_OUT} end
 local pkey = k('proxy', id)
 local p = redis.call('HMGET', pkey, 'phase', 'withheld', 'pool', 'provider', 'lease_id',
   'avail_at')
-if not p[1] or p[1] == 'deleted' then return {-1} end
+if not p[1] or p[1] == 'deleted' then return {PROXY_REPLY.MISSING} end
 local current, pool, provider = p[2] or '', p[3] or '', p[4] or ''
 if kind == current or (kind == 'draining' and current == 'quarantined')
     or (kind == '' and current ~= 'quarantined') then
-  return {0, pool, current}
+  return {PROXY_REPLY.UNCHANGED, pool, current}
 end
 local data = {}
 if kind == '' then
@@ -30,8 +30,8 @@ if kind == '' then
     avail_add(id, math.max(tonumber(p[6]) or 0, tonumber(now_raw)))
   end
   if actor ~= '' then data = {'by', json_str(actor)} end
-  event('proxy.unquarantined', event_id, now_raw, id, provider, '', data, pool)
-  return {1, pool, current}
+  event(EVENT.PROXY_UNQUARANTINED, event_id, now_raw, id, provider, '', data, pool)
+  return {PROXY_REPLY.OK, pool, current}
 end
 avail_rem(id)
 redis.call('HSET', pkey, 'withheld', kind, 'withheld_reason', reason, 'withheld_at', now_raw)
@@ -40,6 +40,6 @@ if actor ~= '' then
   data[#data + 1] = 'by'
   data[#data + 1] = json_str(actor)
 end
-local kinds = {draining = 'proxy.drained', quarantined = 'proxy.quarantined'}
+local kinds = {draining = EVENT.PROXY_DRAINED, quarantined = EVENT.PROXY_QUARANTINED}
 event(kinds[kind], event_id, now_raw, id, provider, '', data, pool)
-return {1, pool, current}
+return {PROXY_REPLY.OK, pool, current}
