@@ -25,7 +25,7 @@ from proxyfleet.common.clock import ManualClock
 from proxyfleet.common.events import Event
 from proxyfleet.common.models import Phase, Proxy
 from proxyfleet.common.pool_spec import POOL_LABEL
-from proxyfleet.common.providers_config import ProvidersConfig, parse_providers_config
+from proxyfleet.common.providers import ProvidersConfig, parse_providers_config
 from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.devstack.servers import free_port

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
 
 ROOT = Path(__file__).resolve().parents[2]
 _YAML = re.compile(r"```yaml\n(.*?)```", re.DOTALL)

@@ -7,7 +7,7 @@ import pytest
 
 from proxyfleet.common.egress import EgressSettings, decide_egress, network, normalize
 from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
 
 
 @pytest.mark.parametrize(

@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from proxyfleet.common.host import Context, Parts, Service
 from proxyfleet.common.host.files import MOST_FILES, open_file_limit, raise_open_files
 from proxyfleet.common.host.runtime import serve
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
 from proxyfleet.common.settings import CommonSettings
 
 PROVIDERS = parse_providers_config(

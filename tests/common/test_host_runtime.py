@@ -17,7 +17,7 @@ from proxyfleet.common.host.http import serve_health_and_metrics
 from proxyfleet.common.host.runtime import serve
 from proxyfleet.common.host.spec import ReadyCheck
 from proxyfleet.common.logging import configure_logging
-from proxyfleet.common.providers_config import ProvidersConfig, parse_providers_config
+from proxyfleet.common.providers import ProvidersConfig, parse_providers_config
 from proxyfleet.common.settings import CommonSettings
 from proxyfleet.devstack.servers import free_port
 

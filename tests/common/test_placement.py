@@ -1,21 +1,20 @@
-"""Placement validators by provider type: the API's 400 for a placement a provider refuses."""
+"""Placement validators of the installed provider types, found as the API finds them
+(`validator_for`): the 400 for a placement a provider refuses."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 
 import pytest
 
-from proxyfleet.common import placement as placement_registry
 from proxyfleet.common.errors import InvalidInput
-from proxyfleet.common.placement import (
+from proxyfleet.common.providers import (
     INVALID_PLACEMENT,
     NoPlacement,
-    PlacementValidator,
-    register,
+    ProviderConfig,
+    parse_providers_config,
     validator_for,
 )
-from proxyfleet.common.providers_config import ProviderConfig, parse_providers_config
 
 CONFIG = parse_providers_config(
     """
@@ -81,29 +80,3 @@ def test_kvm_refuses_naming_the_key(placement: dict[str, str], named: str) -> No
 
 def test_a_type_without_a_validator_takes_no_placement() -> None:
     assert isinstance(validator_for("kubernetes"), NoPlacement)
-
-
-class _ZoneOnly:
-    """A stand-in for a future provider type's validator."""
-
-    def validate(self, provider: ProviderConfig, placement: Mapping[str, str]) -> None:
-        if set(placement) - {"machine_type"}:
-            raise InvalidInput("placement: only machine_type", code=INVALID_PLACEMENT)
-
-
-@pytest.fixture
-def restore_registry() -> Iterator[None]:
-    saved = dict(placement_registry._VALIDATORS)
-    yield
-    placement_registry._VALIDATORS.clear()
-    placement_registry._VALIDATORS.update(saved)
-
-
-@pytest.mark.usefixtures("restore_registry")
-def test_a_new_type_registers_its_validator() -> None:
-    validator: PlacementValidator = _ZoneOnly()
-    register("gcp", validator)
-    assert validator_for("gcp") is validator
-    validator_for("gcp").validate(LOCAL, {"machine_type": "e2-small"})
-    with pytest.raises(InvalidInput):
-        validator_for("gcp").validate(LOCAL, {"disk": "x"})

@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.providers_config import load_providers_config, parse_providers_config
+from proxyfleet.common.providers import load_providers_config, parse_providers_config
+from proxyfleet.provisioner_local.pure.config import LocalProviderConfig
 
 GOOD = """
 providers:
@@ -22,7 +23,7 @@ providers:
 
 def test_good_config_parses() -> None:
     cfg = parse_providers_config(GOOD, "p.yaml")
-    local = cfg.get("local")
+    local = cfg.get("local", LocalProviderConfig)
     assert local.zones == ["local-a", "local-b"]
     assert local.boot_timeout == 30
     assert local.local is not None

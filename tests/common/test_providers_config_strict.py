@@ -7,7 +7,8 @@ import pytest
 
 from proxyfleet.common import strict_yaml
 from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
+from proxyfleet.provisioner_local.pure.config import LocalProviderConfig
 
 BASE = """
 providers:
@@ -127,6 +128,8 @@ def test_local_proxies_listen_where_clients_are_sent(local: str, key: str, expec
 def test_accepted_binds_advertise_an_address_the_proxies_listen_on(
     local: str, advertised: str
 ) -> None:
-    settings = parse_providers_config(_with_local(local), "p.yaml").get("local").local
+    settings = (
+        parse_providers_config(_with_local(local), "p.yaml").get("local", LocalProviderConfig).local
+    )
     assert settings is not None
     assert (settings.advertise_host or settings.bind_host) == advertised

@@ -4,12 +4,14 @@ the reconciler does not republish an intent a live create or its redelivery stil
 
 from __future__ import annotations
 
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
 from proxyfleet.common.runner import RunnerSettings
 from proxyfleet.provisioner_gcp import main as gcp_main
 from proxyfleet.provisioner_gcp.adapter import ADDRESS_WAIT
+from proxyfleet.provisioner_gcp.pure.config import GcpProviderConfig
 from proxyfleet.provisioner_gcp.settings import GcpProvisionerSettings
 from proxyfleet.provisioner_kvm import main as kvm_main
+from proxyfleet.provisioner_kvm.pure.config import KvmProviderConfig
 from proxyfleet.provisioner_kvm.settings import KvmProvisionerSettings
 from proxyfleet.provisioner_kvm.shared import UPLOAD_WAIT
 
@@ -48,9 +50,10 @@ def test_both_keep_the_runners_ack_wait() -> None:
 
 def test_stale_after_covers_a_whole_create_and_a_redelivery() -> None:
     cfg = parse_providers_config(CONFIG, "providers.yaml")
-    gcp = gcp_main.adjust(cfg.get("cloud"), GcpProvisionerSettings(provider="cloud"))
+    cloud, onprem = cfg.get("cloud", GcpProviderConfig), cfg.get("onprem", KvmProviderConfig)
+    gcp = gcp_main.adjust(cloud, GcpProvisionerSettings(provider="cloud"))
     assert gcp.stale_after == 200 + ADDRESS_WAIT + 5
-    kvm = kvm_main.adjust(cfg.get("onprem"), KvmProvisionerSettings(provider="onprem"))
+    kvm = kvm_main.adjust(onprem, KvmProvisionerSettings(provider="onprem"))
     assert kvm.stale_after == UPLOAD_WAIT + 400 + 5  # another replica's upload, the guest
     longer = KvmProvisionerSettings(provider="onprem", stale_after=900)
-    assert kvm_main.adjust(cfg.get("onprem"), longer).stale_after == 900  # never lowered
+    assert kvm_main.adjust(onprem, longer).stale_after == 900  # never lowered

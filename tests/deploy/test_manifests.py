@@ -13,7 +13,8 @@ import pytest
 import yaml
 from tests.deploy.kube import CLUSTER_SCOPED, render
 
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
+from proxyfleet.provisioner_kvm.pure.config import KvmProviderConfig
 
 ROOT = Path(__file__).resolve().parents[2]
 K8S = ROOT / "deploy" / "kubernetes"
@@ -155,7 +156,7 @@ def test_kvm_providers_patch_parses_and_matches_the_deployment() -> None:
     (patch,) = _kvm_files()["providers-patch.yaml"]
     config = parse_providers_config(_providers_text([patch]), "providers-patch.yaml")
     assert {p.name: p.type for p in config.providers} == {"local": "local", "onprem": "kvm"}
-    kvm = config.get("onprem").kvm
+    kvm = config.get("onprem", KvmProviderConfig).kvm
     assert kvm is not None
     dep = _kvm_deployment(_kvm_files()["provisioner-kvm.yaml"])
     mounts = {m["mountPath"]: m for m in _container(dep)["volumeMounts"]}

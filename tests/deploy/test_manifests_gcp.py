@@ -10,7 +10,7 @@ import yaml
 from tests.deploy.kube import CLUSTER_SCOPED, named, render
 from tests.deploy.test_manifests import _console_scripts, _container, _docs, _providers_text
 
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
 
 ROOT = Path(__file__).resolve().parents[2]
 GCP = ROOT / "deploy" / "kubernetes" / "gcp"

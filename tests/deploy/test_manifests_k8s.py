@@ -14,7 +14,8 @@ import yaml
 from tests.deploy.kube import DEPLOY, OVERLAYS, ROOT, Doc, named, of_kind, pod_spec, render, selects
 from tests.deploy.kube import providers_text as rendered_providers_text
 
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
+from proxyfleet.provisioner_k8s.pure.config import K8sProviderConfig
 
 K8S = DEPLOY / "kubernetes" / "k8s"
 PROXIES_NS = "proxyfleet-proxies"
@@ -184,7 +185,7 @@ def test_the_kubernetes_entry_is_the_same_in_dev_and_production() -> None:
 @pytest.mark.parametrize("overlay", WITH_K8S)
 def test_the_rendered_providers_config_parses(overlay: str) -> None:
     config = parse_providers_config(rendered_providers_text(render(overlay)), overlay)
-    cluster = config.get("cluster")
+    cluster = config.get("cluster", K8sProviderConfig)
     assert cluster.type == "kubernetes"
     settings = cluster.kubernetes
     assert settings is not None

@@ -12,7 +12,7 @@ import yaml
 from tests.deploy.kube import DEPLOY, providers_text, render
 from tests.k8s.fake_kube import structural
 
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
 from proxyfleet.pool_operator import crd
 from proxyfleet.pool_operator.spec import read_spec
 

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from proxyfleet.common.local_egress import DEFAULT_EGRESS_RANGE
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
 from proxyfleet.devstack.providers import local_provider_yaml, squid_installed
+from proxyfleet.provisioner_local.pure.config import LocalProviderConfig
+from proxyfleet.provisioner_local.pure.egress_addresses import DEFAULT_EGRESS_RANGE
 
 
 @pytest.mark.parametrize(
@@ -19,7 +20,7 @@ def test_local_proxies_are_ready_once_their_address_is_known(
     engine: str, exclusive: str, tmp_path: Path
 ) -> None:
     text = local_provider_yaml(tmp_path / "proxies", engine, 30.0, 8443)
-    local = parse_providers_config(text, "providers.yaml").get("local")
+    local = parse_providers_config(text, "providers.yaml").get("local", LocalProviderConfig)
     assert local.egress.require_ip is True
     assert local.egress.exclusive == exclusive
     assert local.local is not None

@@ -25,9 +25,10 @@ from tests.e2e.journey import (
 )
 
 from proxyfleet.common.models import ProxySpec
-from proxyfleet.common.providers_config import load_providers_config
+from proxyfleet.common.providers import load_providers_config
 from proxyfleet.devstack.stack import CLIENT_NAME, Stack
 from proxyfleet.provisioner_local.adapter import LocalProvider, local_options
+from proxyfleet.provisioner_local.pure.config import LocalProviderConfig
 
 pytestmark = pytest.mark.timeout(240)
 
@@ -40,7 +41,7 @@ def events(stack: Stack) -> Iterator[list[str]]:
 
 
 def _state_dir(stack: Stack) -> Path:
-    cfg = load_providers_config(stack.providers_config).get("local")
+    cfg = load_providers_config(stack.providers_config).get("local", LocalProviderConfig)
     assert cfg.local is not None
     return Path(cfg.local.state_dir) / stack.opts.installation_id
 
@@ -174,7 +175,7 @@ def test_journey(stack: Stack, events: list[str]) -> None:
     wait_for("folder removed", lambda: not (state_dir / victim).exists())
 
     # 7. an orphan managed proxy process: GC removes it after the minimum age
-    cfg = load_providers_config(stack.providers_config).get("local")
+    cfg = load_providers_config(stack.providers_config).get("local", LocalProviderConfig)
     assert cfg.local is not None
     provider = LocalProvider(local_options(cfg.local, stack.opts.installation_id))
     orphan = "p0rphan0000000000001"

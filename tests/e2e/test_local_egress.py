@@ -8,9 +8,9 @@ import ipaddress
 import pytest
 from tests.e2e.journey import Api, wait_for
 
-from proxyfleet.common.local_egress import DEFAULT_EGRESS_RANGE
 from proxyfleet.devstack.providers import squid_installed
 from proxyfleet.devstack.stack import Stack
+from proxyfleet.provisioner_local.pure.egress_addresses import DEFAULT_EGRESS_RANGE
 
 pytestmark = pytest.mark.timeout(120)
 SHARED = "127.77.250.20"

@@ -35,7 +35,7 @@ from proxyfleet.common.host.files import raise_open_files
 from proxyfleet.common.messaging import connect_nats, ensure_streams
 from proxyfleet.common.models import Phase, Proxy
 from proxyfleet.common.pool_spec import POOL_LABEL
-from proxyfleet.common.providers_config import ProvidersConfig
+from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import LeaseStore, ProxyRegistry
 from proxyfleet.common.store.leases import LeasePolicy

@@ -9,7 +9,7 @@ from tests.conftest import TargetServer
 from tests.gateway.conftest import StartGateway, connect_head, raw_request
 
 from proxyfleet.common.egress import EgressSettings, network
-from proxyfleet.common.providers_config import ProvidersConfig
+from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.common.store import LeaseStore, ProxyRegistry
 
 

@@ -9,9 +9,9 @@ from typing import Any
 import msgspec
 from google.cloud import compute_v1
 
-from proxyfleet.common.gcp_config import GcpSettings
 from proxyfleet.common.models import ProxySpec
 from proxyfleet.provisioner_gcp.adapter import GcpProvider
+from proxyfleet.provisioner_gcp.pure.config import GcpSettings
 
 PROVIDER = "gcp"
 ZONES = {"us-a": "us-central1-a", "us-b": "us-central1-b", "eu": "europe-west1-b"}

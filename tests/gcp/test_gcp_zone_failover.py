@@ -25,7 +25,7 @@ from proxyfleet.api.deps import AppDeps
 from proxyfleet.common.clock import SystemClock
 from proxyfleet.common.events import EventData, EventType
 from proxyfleet.common.models import Phase
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
 from proxyfleet.common.runner import ProvisionerRunner
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.provisioner_gcp.adapter import GcpProvider

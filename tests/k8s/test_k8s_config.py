@@ -8,8 +8,8 @@ from decimal import Decimal
 import pytest
 
 from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.k8s_config import DEFAULT_IMAGE, parse_quantity
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
+from proxyfleet.provisioner_k8s.pure.config import DEFAULT_IMAGE, K8sProviderConfig, parse_quantity
 
 FULL = """
 providers:
@@ -50,7 +50,9 @@ providers:
 
 
 def test_every_key_of_the_schema_is_accepted() -> None:
-    k8s = parse_providers_config(FULL, "providers.yaml").get("cluster").kubernetes
+    k8s = (
+        parse_providers_config(FULL, "providers.yaml").get("cluster", K8sProviderConfig).kubernetes
+    )
     assert k8s is not None
     assert (k8s.namespace, k8s.expose, k8s.proxy_port) == ("proxyfleet-proxies", "node_port", 3129)
     assert k8s.resources.limits == {"cpu": "1", "memory": "128Mi"}
@@ -60,7 +62,11 @@ def test_every_key_of_the_schema_is_accepted() -> None:
 
 
 def test_defaults() -> None:
-    k8s = parse_providers_config(MINIMAL, "providers.yaml").get("cluster").kubernetes
+    k8s = (
+        parse_providers_config(MINIMAL, "providers.yaml")
+        .get("cluster", K8sProviderConfig)
+        .kubernetes
+    )
     assert k8s is not None
     assert k8s.image == DEFAULT_IMAGE == "ubuntu/squid:6.6-24.04_beta"
     assert (k8s.image_pull_policy, k8s.proxy_port, k8s.expose) == ("IfNotPresent", 3128, "pod_ip")

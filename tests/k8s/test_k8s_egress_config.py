@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.k8s_config import K8sSettings
-from proxyfleet.common.k8s_egress import DEFAULT_HOST_PORT_RANGE
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
+from proxyfleet.provisioner_k8s.pure.config import K8sProviderConfig, K8sSettings
+from proxyfleet.provisioner_k8s.pure.egress_config import DEFAULT_HOST_PORT_RANGE
 
 BASE = """
 providers:
@@ -35,7 +35,9 @@ GATEWAY = (
 
 
 def _k8s(text: str) -> K8sSettings:
-    k8s = parse_providers_config(text, "providers.yaml").get("cluster").kubernetes
+    k8s = (
+        parse_providers_config(text, "providers.yaml").get("cluster", K8sProviderConfig).kubernetes
+    )
     assert k8s is not None
     return k8s
 

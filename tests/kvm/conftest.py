@@ -32,7 +32,7 @@ import asyncssh
 import libvirt
 import pytest
 
-from proxyfleet.common.providers_config import KvmHost
+from proxyfleet.provisioner_kvm.pure.config import KvmHost
 
 PREFIX = "pftest-"
 """Every libvirt object the fixtures make is named with this (plus a per-session id)."""

@@ -11,7 +11,7 @@ from typing import Any
 import libvirt
 import msgspec
 
-from proxyfleet.common.providers_config import KvmHost
+from proxyfleet.provisioner_kvm.pure.config import KvmHost
 from proxyfleet.provisioner_kvm.pure.domain_xml import mac_from_domain_xml
 
 TEST_DRIVER_URI = "test:///default"

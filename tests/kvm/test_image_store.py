@@ -14,8 +14,8 @@ import pytest
 from prometheus_client import REGISTRY
 
 from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
-from proxyfleet.common.kvm_placement import ImageRef
 from proxyfleet.provisioner_kvm.image_store import ImageStore
+from proxyfleet.provisioner_kvm.pure.placement import ImageRef
 
 DATA = os.urandom(3 * (1 << 20) + 123)  # a few chunks and a partial one
 SHA = hashlib.sha256(DATA).hexdigest()

@@ -39,7 +39,7 @@ from tests.takeover import (
 )
 
 from proxyfleet.common.models import Phase
-from proxyfleet.common.providers_config import KvmHost
+from proxyfleet.provisioner_kvm.pure.config import KvmHost
 from proxyfleet.provisioner_kvm.pure.names import domain_name
 from proxyfleet.provisioner_kvm.settings import KvmProvisionerSettings
 

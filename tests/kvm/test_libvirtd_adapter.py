@@ -25,10 +25,8 @@ from tests.provisioner.helpers import fast_settings, wait_until
 
 from proxyfleet.common.clock import SystemClock
 from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
-from proxyfleet.common.kvm_placement import resolve_image
 from proxyfleet.common.messaging import Publisher, connect_nats, ensure_streams
 from proxyfleet.common.models import ProxySpec
-from proxyfleet.common.providers_config import KvmHost, KvmImage, KvmSettings
 from proxyfleet.common.runner import ProvisionerRunner
 from proxyfleet.common.runner.failures import Kind, ResourceMissing, failure_kind, provider_error
 from proxyfleet.common.store import ProxyRegistry
@@ -37,6 +35,7 @@ from proxyfleet.gc.settings import GcSettings
 from proxyfleet.provisioner_kvm.adapter import KvmProvider
 from proxyfleet.provisioner_kvm.domains import Domains
 from proxyfleet.provisioner_kvm.libvirt_calls import classify, code_name
+from proxyfleet.provisioner_kvm.pure.config import KvmHost, KvmImage, KvmSettings
 from proxyfleet.provisioner_kvm.pure.domain_xml import disk_paths_from_domain_xml
 from proxyfleet.provisioner_kvm.pure.names import (
     base_volume_name,
@@ -44,6 +43,7 @@ from proxyfleet.provisioner_kvm.pure.names import (
     overlay_volume_name,
     seed_volume_name,
 )
+from proxyfleet.provisioner_kvm.pure.placement import resolve_image
 from proxyfleet.provisioner_kvm.pure.seed_iso import read_seed_iso
 from proxyfleet.provisioner_kvm.volumes import COMPLETE_SUFFIX, Pool
 

@@ -26,8 +26,8 @@ from tests.kvm.contract_helpers import define_domain, domain_uuids, domain_xml, 
 from proxyfleet.common.errors import TemporaryProviderError
 from proxyfleet.common.models import Provisioned, ProxySpec
 from proxyfleet.common.provider import Provider
-from proxyfleet.common.providers_config import KvmHost, KvmImage, KvmSettings
 from proxyfleet.provisioner_kvm.adapter import KvmProvider
+from proxyfleet.provisioner_kvm.pure.config import KvmHost, KvmImage, KvmSettings
 
 
 @pytest.fixture(scope="module")

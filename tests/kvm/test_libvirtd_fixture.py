@@ -11,7 +11,7 @@ from pathlib import Path
 import libvirt
 from tests.kvm.conftest import LibvirtDaemon
 
-from proxyfleet.common.providers_config import KvmHost
+from proxyfleet.provisioner_kvm.pure.config import KvmHost
 from proxyfleet.provisioner_kvm.tunnel import SshTunnel
 
 

@@ -26,9 +26,9 @@ from tests.provisioner.helpers import wait_until
 from proxyfleet.common.clock import SystemClock
 from proxyfleet.common.messaging import connect_nats, ensure_streams
 from proxyfleet.common.models import Phase, Proxy
-from proxyfleet.common.providers_config import KvmHost
 from proxyfleet.common.store import ProxyRegistry, connect_redis
 from proxyfleet.devstack.servers import free_port
+from proxyfleet.provisioner_kvm.pure.config import KvmHost
 from proxyfleet.provisioner_kvm.pure.names import domain_name
 
 SCRIPT = str(Path(sys.executable).parent / "proxyfleet-provisioner-kvm")

@@ -3,8 +3,8 @@ from __future__ import annotations
 import pytest
 
 from proxyfleet.common.errors import PermanentProviderError
-from proxyfleet.common.kvm_placement import ImageRef, resolve_image
-from proxyfleet.common.providers_config import KvmImage
+from proxyfleet.provisioner_kvm.pure.config import KvmImage
+from proxyfleet.provisioner_kvm.pure.placement import ImageRef, resolve_image
 
 SHA = "0123456789abcdef" * 4
 IMAGES = {

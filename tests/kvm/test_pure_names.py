@@ -5,7 +5,6 @@ import re
 
 import pytest
 
-from proxyfleet.common.kvm_placement import ImageRef
 from proxyfleet.provisioner_kvm.pure.names import (
     base_volume_name,
     domain_name,
@@ -15,6 +14,7 @@ from proxyfleet.provisioner_kvm.pure.names import (
     resource_id,
     seed_volume_name,
 )
+from proxyfleet.provisioner_kvm.pure.placement import ImageRef
 
 SHA = "ab" * 32
 # libvirt volume names become file names in a dir pool: keep them to a safe alphabet.

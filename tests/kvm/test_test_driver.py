@@ -11,10 +11,10 @@ from tests.kvm.helpers import TEST_DRIVER_URI as URI
 
 from proxyfleet.common.errors import PermanentProviderError
 from proxyfleet.common.models import ProxySpec
-from proxyfleet.common.providers_config import KvmImage, KvmSettings
 from proxyfleet.provisioner_kvm.adapter import KvmProvider
 from proxyfleet.provisioner_kvm.domains import Domains
 from proxyfleet.provisioner_kvm.host import DirectConnector, HostSession
+from proxyfleet.provisioner_kvm.pure.config import KvmImage, KvmSettings
 from proxyfleet.provisioner_kvm.pure.domain_xml import DomainSpec, render_domain_xml
 from proxyfleet.provisioner_kvm.pure.names import domain_name, overlay_volume_name
 from proxyfleet.provisioner_kvm.pure.volume_xml import seed_volume_xml

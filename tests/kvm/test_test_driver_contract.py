@@ -25,9 +25,9 @@ from tests.kvm.helpers import TEST_DRIVER_URI as URI
 
 from proxyfleet.common.models import Provisioned, ProxySpec
 from proxyfleet.common.provider import Provider
-from proxyfleet.common.providers_config import KvmHost, KvmImage, KvmSettings
 from proxyfleet.provisioner_kvm.adapter import KvmProvider
 from proxyfleet.provisioner_kvm.host import DirectConnector
+from proxyfleet.provisioner_kvm.pure.config import KvmHost, KvmImage, KvmSettings
 
 
 def settings(host: KvmHost = HOST) -> KvmSettings:

@@ -20,14 +20,14 @@ from tests.kvm.helpers import TEST_DRIVER_HOST
 
 from proxyfleet.common.clock import ManualClock
 from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
-from proxyfleet.common.kvm_placement import resolve_image
 from proxyfleet.common.models import ProxySpec
-from proxyfleet.common.providers_config import KvmHost, KvmImage, KvmSettings
 from proxyfleet.provisioner_kvm.adapter import KvmProvider
 from proxyfleet.provisioner_kvm.domains import Domains
 from proxyfleet.provisioner_kvm.host import DirectConnector, HostSession
+from proxyfleet.provisioner_kvm.pure.config import KvmHost, KvmImage, KvmSettings
 from proxyfleet.provisioner_kvm.pure.domain_xml import DomainSpec, render_domain_xml
 from proxyfleet.provisioner_kvm.pure.names import base_volume_name, domain_name
+from proxyfleet.provisioner_kvm.pure.placement import resolve_image
 from proxyfleet.provisioner_kvm.pure.volume_xml import base_volume_xml, seed_volume_xml
 from proxyfleet.provisioner_kvm.volumes import COMPLETE_SUFFIX, Pool
 

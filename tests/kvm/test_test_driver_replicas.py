@@ -35,13 +35,13 @@ from tests.kvm.test_test_driver_failover import (
 
 from proxyfleet.common.clock import ManualClock
 from proxyfleet.common.errors import TemporaryProviderError
-from proxyfleet.common.kvm_placement import resolve_image
-from proxyfleet.common.providers_config import KvmImage, KvmSettings
 from proxyfleet.common.store import Locks, Pins
 from proxyfleet.provisioner_kvm.adapter import KvmProvider
 from proxyfleet.provisioner_kvm.domains import Domains
 from proxyfleet.provisioner_kvm.host import DirectConnector
+from proxyfleet.provisioner_kvm.pure.config import KvmImage, KvmSettings
 from proxyfleet.provisioner_kvm.pure.names import base_volume_name, domain_name
+from proxyfleet.provisioner_kvm.pure.placement import resolve_image
 from proxyfleet.provisioner_kvm.shared import SharedPins, SharedUploads
 from proxyfleet.provisioner_kvm.volumes import COMPLETE_SUFFIX, Pool
 

@@ -13,7 +13,7 @@ import pytest
 from tests.kvm.conftest import LibvirtDaemon, SshServer
 
 from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
-from proxyfleet.common.providers_config import KvmHost
+from proxyfleet.provisioner_kvm.pure.config import KvmHost
 from proxyfleet.provisioner_kvm.tunnel import SshTunnel, known_hosts_line, split_address
 
 

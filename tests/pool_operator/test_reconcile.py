@@ -10,7 +10,7 @@ import pytest
 
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.pool_spec import Owner, PoolSpec, PoolStatus
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
 from proxyfleet.common.store import Fence, PoolStore
 from proxyfleet.pool_operator.reconcile import Reconciler
 

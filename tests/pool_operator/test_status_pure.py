@@ -17,7 +17,7 @@ from proxyfleet.common.pool_spec import (
     PoolStatus,
     SpecProblem,
 )
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
 from proxyfleet.pool_operator.spec import read_spec
 from proxyfleet.pool_operator.status import Verdict, as_json, build_status, merge_patch, rfc3339
 

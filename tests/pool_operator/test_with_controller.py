@@ -12,7 +12,7 @@ from tests.pool_operator.harness import PROVIDERS_YAML, OperatorFactory, Pools, 
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.models import Phase
 from proxyfleet.common.pool_spec import POOL_LABEL
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
 from proxyfleet.common.store import Locks, PoolStore, ProxyRegistry
 from proxyfleet.pools.controller import PoolController
 from proxyfleet.pools.settings import PoolsSettings

@@ -12,7 +12,7 @@ from proxyfleet.common.clock import ManualClock
 from proxyfleet.common.events import EventType
 from proxyfleet.common.models import LeaseOutcome, Phase, Withheld
 from proxyfleet.common.pool_spec import POOL_LABEL, AutoQuarantine, Owner, PoolSpec
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
 from proxyfleet.common.store import (
     FencedOut,
     GrantRequest,

@@ -17,13 +17,13 @@ import pytest
 from nats.aio.client import Client as NatsClient
 
 from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.local_egress import DEFAULT_EGRESS_RANGE
 from proxyfleet.common.messaging import Publisher
 from proxyfleet.common.provider import Provider
 from proxyfleet.common.runner import ProvisionerRunner, RunnerSettings
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.provisioner_local.adapter import LocalProvider
 from proxyfleet.provisioner_local.options import LocalOptions
+from proxyfleet.provisioner_local.pure.egress_addresses import DEFAULT_EGRESS_RANGE
 
 from .helpers import INSTALLATION, EventLog, kill_processes_referring_to, wait_until
 

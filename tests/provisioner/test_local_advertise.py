@@ -7,9 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
 from proxyfleet.provisioner_local.adapter import local_options
 from proxyfleet.provisioner_local.proxies import LocalProxies
+from proxyfleet.provisioner_local.pure.config import LocalProviderConfig
 
 
 @pytest.mark.parametrize(
@@ -24,7 +25,7 @@ def test_proxies_are_handed_out_at_the_checked_address(
     tmp_path: Path, section: str, listens: str, handed_out: str
 ) -> None:
     text = f"providers:\n  - {{name: l, type: local, zones: [z], local: {section}}}\n"
-    settings = parse_providers_config(text, "p.yaml").get("l").local
+    settings = parse_providers_config(text, "p.yaml").get("l", LocalProviderConfig).local
     assert settings is not None
     options = local_options(settings, "inst")
     assert options.bind_host == listens

@@ -18,12 +18,12 @@ import pytest
 from tests.conftest import TargetServer
 
 from proxyfleet.common.errors import PermanentProviderError
-from proxyfleet.common.local_egress import address_for_port
 from proxyfleet.common.models import ProxySpec
 from proxyfleet.provisioner_local import commands
 from proxyfleet.provisioner_local.adapter import LocalProvider
 from proxyfleet.provisioner_local.layout import ProxyFolder
 from proxyfleet.provisioner_local.processes import find_session_leader
+from proxyfleet.provisioner_local.pure.egress_addresses import address_for_port
 
 from .helpers import INSTALLATION, wait_until
 

@@ -17,7 +17,8 @@ from kubernetes import config as k8s_config
 from tests.deploy.kube import KUBERNETES_VERSIONS, kubernetes_validate
 from tests.k8s.integration import cluster_journey, gate, job_runner, proxypool_cluster
 
-from proxyfleet.common.providers_config import load_providers_config
+from proxyfleet.common.providers import load_providers_config
+from proxyfleet.provisioner_k8s.pure.config import K8sProviderConfig
 
 ROOT = Path(__file__).parents[3]
 
@@ -111,7 +112,11 @@ def test_the_journey_writes_a_providers_config_the_parser_accepts(tmp_path: Path
         )
         path = tmp_path / "providers.yaml"
         path.write_text("providers:\n" + cluster_journey.provider_yaml(settings, 4443))
-        k8s = load_providers_config(str(path)).get(cluster_journey.PROVIDER).kubernetes
+        k8s = (
+            load_providers_config(str(path))
+            .get(cluster_journey.PROVIDER, K8sProviderConfig)
+            .kubernetes
+        )
         assert k8s is not None
         assert (k8s.namespace, k8s.expose) == ("it-ns", "node_port")
         assert k8s.image == settings.squid_image

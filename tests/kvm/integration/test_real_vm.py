@@ -34,11 +34,11 @@ from tests.kvm.conftest import LibvirtDaemon, SshServer
 from tests.kvm.helpers import kvm_provider
 from tests.kvm.netns import forward_into, run_in
 
-from proxyfleet.common.providers_config import KvmHost
 from proxyfleet.devstack.commands import service_bin
 from proxyfleet.devstack.options import StackOptions
 from proxyfleet.devstack.servers import free_port
 from proxyfleet.devstack.stack import Stack
+from proxyfleet.provisioner_kvm.pure.config import KvmHost
 from proxyfleet.provisioner_kvm.pure.names import domain_name
 
 DEFAULT_IMAGE = "/var/tmp/pf-image/debian-12-proxy.qcow2"

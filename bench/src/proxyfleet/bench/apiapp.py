@@ -37,7 +37,7 @@ from proxyfleet.api.http.auth import Scope
 from proxyfleet.api.settings import ApiSettings
 from proxyfleet.common.clock import Clock, SystemClock
 from proxyfleet.common.logging import configure_logging
-from proxyfleet.common.providers_config import ProvidersConfig, load_providers_config
+from proxyfleet.common.providers import ProvidersConfig, load_providers_config
 from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import LuaScript, ScriptMux, connect_redis
 

@@ -6,9 +6,8 @@ and key) and the Kubernetes operator (a condition on the resource). Pure: no I/O
 from __future__ import annotations
 
 from proxyfleet.common.errors import ConfigError, InvalidInput
-from proxyfleet.common.placement import validator_for
 from proxyfleet.common.pool_spec import PoolSpec, SpecProblem, spec_problem
-from proxyfleet.common.providers_config import ProviderConfig, ProvidersConfig
+from proxyfleet.common.providers import ProviderConfig, ProvidersConfig, validator_for
 
 
 def pool_problem(spec: PoolSpec, config: ProvidersConfig) -> SpecProblem | None:

@@ -14,7 +14,7 @@ from proxyfleet.common.clock import Clock, SystemClock
 from proxyfleet.common.errors import StoreUnavailable
 from proxyfleet.common.host.connect import nats_with_streams, redis_reachable
 from proxyfleet.common.messaging import Publisher
-from proxyfleet.common.providers_config import ProvidersConfig
+from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.common.relay import OutboxRelay
 from proxyfleet.common.store import (
     LeaseStore,

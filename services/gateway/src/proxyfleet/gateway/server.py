@@ -13,7 +13,7 @@ from dataclasses import replace
 
 from proxyfleet.common.errors import Conflict, StoreUnavailable, Unavailable
 from proxyfleet.common.logging import get_logger
-from proxyfleet.common.providers_config import ProvidersConfig
+from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.gateway import framing, wire
 from proxyfleet.gateway.auth import TokenBook
 from proxyfleet.gateway.leasing import Leaser

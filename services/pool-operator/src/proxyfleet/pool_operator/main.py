@@ -7,7 +7,7 @@ from __future__ import annotations
 import kopf
 
 from proxyfleet.common import host
-from proxyfleet.common.providers_config import ProvidersConfig
+from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import PoolStore
 from proxyfleet.pool_operator.handlers import register

@@ -15,7 +15,7 @@ from typing import Any
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.errors import Conflict, NotFound
 from proxyfleet.common.pool_spec import Owner, PoolRecord, PoolSpec, SpecProblem
-from proxyfleet.common.providers_config import ProvidersConfig
+from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.common.store import PoolOwned, PoolStore
 from proxyfleet.pool_operator.spec import owner_ref, read_spec
 from proxyfleet.pool_operator.status import Verdict, as_json, build_status

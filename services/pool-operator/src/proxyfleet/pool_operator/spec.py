@@ -11,7 +11,7 @@ import msgspec
 
 from proxyfleet.common.pool_checks import pool_problem
 from proxyfleet.common.pool_spec import PoolName, PoolSpec, SpecProblem
-from proxyfleet.common.providers_config import ProvidersConfig
+from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.common.strict_yaml import located
 
 

@@ -23,7 +23,7 @@ from proxyfleet.common.lifecycle import pending_proxy
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.models import Phase, Proxy, Withheld
 from proxyfleet.common.pool_spec import POOL_LABEL, PoolRecord
-from proxyfleet.common.providers_config import ProvidersConfig
+from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.common.store import Fence, FencedOut, Locks, PoolStore, ProxyRegistry
 from proxyfleet.pools import metrics
 from proxyfleet.pools.config_pools import ConfigPools

@@ -16,7 +16,6 @@ import asyncio
 from proxyfleet.common.clock import Clock, SystemClock
 from proxyfleet.common.cloud_init import CloudInitSpec, render_user_data
 from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
-from proxyfleet.common.gcp_config import GcpSettings, is_pinned
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.models import ManagedResource, Provisioned, ProxySpec
 from proxyfleet.common.runner.failures import (
@@ -29,6 +28,7 @@ from proxyfleet.provisioner_gcp.calls import Compute
 from proxyfleet.provisioner_gcp.instances import Firewall, Images, Instances, InstanceView
 from proxyfleet.provisioner_gcp.metrics import ZONE_ERRORS
 from proxyfleet.provisioner_gcp.pure import names, plans
+from proxyfleet.provisioner_gcp.pure.config import GcpSettings, is_pinned
 from proxyfleet.provisioner_gcp.pure.plans import (
     FirewallRule,
     InstancePlan,

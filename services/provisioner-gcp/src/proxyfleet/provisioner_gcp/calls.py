@@ -23,7 +23,6 @@ from google.oauth2 import service_account
 
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.gcp_config import GcpSettings
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.runner.blocking import BlockingCalls, CallReport
 from proxyfleet.common.runner.failures import (
@@ -36,6 +35,7 @@ from proxyfleet.common.runner.failures import (
 )
 from proxyfleet.provisioner_gcp.metrics import API, OPERATIONS_IN_FLIGHT
 from proxyfleet.provisioner_gcp.pure.classify import ApiFailure, ErrorEntry, classify
+from proxyfleet.provisioner_gcp.pure.config import GcpSettings
 
 T = TypeVar("T")
 log = get_logger("proxyfleet.gcp")

@@ -14,11 +14,11 @@ from typing import Any
 from google.cloud import compute_v1
 
 from proxyfleet.common.clock import Clock
-from proxyfleet.common.gcp_config import GcpSettings
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.runner.failures import ClassifiedPermanentError, ResourceMissing
 from proxyfleet.provisioner_gcp.calls import Compute, is_already_exists
 from proxyfleet.provisioner_gcp.pure import names
+from proxyfleet.provisioner_gcp.pure.config import GcpSettings
 from proxyfleet.provisioner_gcp.pure.plans import FirewallRule, firewall_changes
 
 log = get_logger("proxyfleet.gcp")

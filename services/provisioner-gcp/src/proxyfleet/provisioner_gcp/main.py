@@ -8,24 +8,23 @@ import dataclasses
 from proxyfleet.common import host
 from proxyfleet.common.host import Context
 from proxyfleet.common.host.spec import Run
-from proxyfleet.common.providers_config import ProviderConfig
 from proxyfleet.common.runner import provisioner_service
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.provisioner_gcp.adapter import ADDRESS_WAIT, GcpProvider
+from proxyfleet.provisioner_gcp.provider_type import PROVIDER_TYPE
+from proxyfleet.provisioner_gcp.pure.config import GcpProviderConfig
 from proxyfleet.provisioner_gcp.settings import GcpProvisionerSettings as Settings
 from proxyfleet.provisioner_gcp.watcher import PreemptionWatcher
 
 
-def make_provider(entry: ProviderConfig, ctx: Context[Settings]) -> GcpProvider:
-    assert entry.gcp is not None  # the config check requires the section for its type
+def make_provider(entry: GcpProviderConfig, ctx: Context[Settings]) -> GcpProvider:
     return GcpProvider(entry.gcp, ctx.common.installation_id, entry.name)
 
 
-def adjust(entry: ProviderConfig, settings: Settings) -> Settings:
+def adjust(entry: GcpProviderConfig, settings: Settings) -> Settings:
     """A create may wait up to operation_timeout for its insert, then ADDRESS_WAIT for the
     external IP, without touching its proxy; a replica killed meanwhile hands the intent on
     after ack_wait. Republishing it before all that would only start a second waiter."""
-    assert entry.gcp is not None
     floor = entry.gcp.operation_timeout + ADDRESS_WAIT + settings.ack_wait
     return dataclasses.replace(settings, stale_after=max(settings.stale_after, floor))
 
@@ -38,7 +37,9 @@ def watcher(
     return {"watcher": watch.run}
 
 
-SERVICE = provisioner_service("gcp", "GCE VMs", make_provider, Settings, adjust, components=watcher)
+SERVICE = provisioner_service(
+    PROVIDER_TYPE, "GCE VMs", make_provider, Settings, adjust, components=watcher
+)
 
 
 def main() -> None:

@@ -19,13 +19,13 @@ from google.cloud import compute_v1
 
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.errors import ProviderError
-from proxyfleet.common.gcp_config import GcpSettings
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.runner.failures import ResourceMissing
 from proxyfleet.provisioner_gcp.calls import Compute
 from proxyfleet.provisioner_gcp.instances import Firewall, InstanceView
 from proxyfleet.provisioner_gcp.metrics import SWEPT
 from proxyfleet.provisioner_gcp.pure import names
+from proxyfleet.provisioner_gcp.pure.config import GcpSettings
 from proxyfleet.provisioner_gcp.pure.plans import Orphan, sweepable, timestamp
 
 log = get_logger("proxyfleet.gcp")

@@ -16,7 +16,6 @@ from collections.abc import Collection
 
 from proxyfleet.common.clock import Clock, SystemClock
 from proxyfleet.common.errors import ConfigError, PermanentProviderError, TemporaryProviderError
-from proxyfleet.common.k8s_config import K8sSettings
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.models import ManagedResource, Provisioned, ProxySpec
 from proxyfleet.common.squid import htpasswd_line
@@ -24,6 +23,7 @@ from proxyfleet.provisioner_k8s.calls import Json, Kube, load_configuration
 from proxyfleet.provisioner_k8s.objects import Objects, owned_by
 from proxyfleet.provisioner_k8s.podwatch import PodWatch
 from proxyfleet.provisioner_k8s.pure import egress, manifests, names
+from proxyfleet.provisioner_k8s.pure.config import K8sSettings
 from proxyfleet.provisioner_k8s.pure.manifests import ProxyObjects
 from proxyfleet.provisioner_k8s.pure.pods import PodState, pod_state
 from proxyfleet.provisioner_k8s.settings import Tuning

@@ -19,7 +19,6 @@ from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException, OpenApiException
 
 from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.k8s_config import K8sSettings
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.runner.blocking import BlockingCalls, CallReport
 from proxyfleet.common.runner.failures import Classified, Classifier, Kind, row
@@ -30,6 +29,7 @@ from proxyfleet.provisioner_k8s.pure.classify import (
     retry_after_header,
     status_body,
 )
+from proxyfleet.provisioner_k8s.pure.config import K8sSettings
 
 log = get_logger("proxyfleet.k8s")
 Json = dict[str, Any]

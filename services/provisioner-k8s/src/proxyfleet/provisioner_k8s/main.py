@@ -8,16 +8,16 @@ import dataclasses
 from proxyfleet.common import host
 from proxyfleet.common.host import Context
 from proxyfleet.common.host.spec import Run
-from proxyfleet.common.providers_config import ProviderConfig
 from proxyfleet.common.runner import provisioner_service
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.provisioner_k8s.adapter import K8sProvider
+from proxyfleet.provisioner_k8s.provider_type import PROVIDER_TYPE
+from proxyfleet.provisioner_k8s.pure.config import K8sProviderConfig
 from proxyfleet.provisioner_k8s.settings import K8sProvisionerSettings as Settings
 from proxyfleet.provisioner_k8s.watcher import PodFailureWatcher
 
 
-def make_provider(entry: ProviderConfig, ctx: Context[Settings]) -> K8sProvider:
-    assert entry.kubernetes is not None  # the config check requires the section for its type
+def make_provider(entry: K8sProviderConfig, ctx: Context[Settings]) -> K8sProvider:
     return K8sProvider(
         entry.kubernetes,
         ctx.common.installation_id,
@@ -27,7 +27,7 @@ def make_provider(entry: ProviderConfig, ctx: Context[Settings]) -> K8sProvider:
     )
 
 
-def adjust(entry: ProviderConfig, settings: Settings) -> Settings:
+def adjust(entry: K8sProviderConfig, settings: Settings) -> Settings:
     """A create may wait up to address_timeout for its pod: republishing its intent
     before then would only start a second waiter."""
     floor = settings.address_timeout + settings.ack_wait
@@ -46,7 +46,7 @@ def watcher(
 # proxyfleet-provisioner-k8s (env prefix PROXYFLEET_PROVISIONER_K8S_).
 SERVICE = dataclasses.replace(
     provisioner_service(
-        "kubernetes", "Kubernetes pods", make_provider, Settings, adjust, components=watcher
+        PROVIDER_TYPE, "Kubernetes pods", make_provider, Settings, adjust, components=watcher
     ),
     name="provisioner-k8s",
 )

@@ -27,10 +27,8 @@ from proxyfleet.common.errors import (
     ProviderError,
     TemporaryProviderError,
 )
-from proxyfleet.common.kvm_placement import ImageRef, resolve_image
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.models import ManagedResource, Provisioned, ProxySpec
-from proxyfleet.common.providers_config import KvmHost, KvmSettings
 from proxyfleet.provisioner_kvm.coordination import (
     LocalPins,
     LocalUploads,
@@ -43,6 +41,7 @@ from proxyfleet.provisioner_kvm.image_store import ImageStore
 from proxyfleet.provisioner_kvm.libvirt_calls import silence_libvirt_stderr
 from proxyfleet.provisioner_kvm.metrics import HOSTS_DOWN, PLACEMENTS
 from proxyfleet.provisioner_kvm.networks import HostNetworks
+from proxyfleet.provisioner_kvm.pure.config import KvmHost, KvmSettings
 from proxyfleet.provisioner_kvm.pure.domain_xml import DomainSpec, Rebuild, render_domain_xml
 from proxyfleet.provisioner_kvm.pure.host_choice import (
     Adopt,
@@ -62,6 +61,7 @@ from proxyfleet.provisioner_kvm.pure.names import (
     resource_id,
     seed_volume_name,
 )
+from proxyfleet.provisioner_kvm.pure.placement import ImageRef, resolve_image
 from proxyfleet.provisioner_kvm.pure.seed_iso import build_seed_iso
 from proxyfleet.provisioner_kvm.pure.volume_xml import seed_volume_xml
 from proxyfleet.provisioner_kvm.volumes import Pool

@@ -14,10 +14,10 @@ import libvirt
 
 from proxyfleet.common.errors import ProviderError, TemporaryProviderError
 from proxyfleet.common.logging import get_logger
-from proxyfleet.common.providers_config import KvmHost
 from proxyfleet.common.runner.failures import Kind, failure_kind
 from proxyfleet.provisioner_kvm.libvirt_calls import LibvirtCalls
 from proxyfleet.provisioner_kvm.metrics import SSH_CONNECTS
+from proxyfleet.provisioner_kvm.pure.config import KvmHost
 from proxyfleet.provisioner_kvm.tunnel import SshTunnel
 
 T = TypeVar("T")

@@ -12,10 +12,10 @@ from urllib.parse import unquote, urlsplit
 import httpx
 
 from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
-from proxyfleet.common.kvm_placement import ImageRef
 from proxyfleet.common.logging import get_logger
 from proxyfleet.provisioner_kvm.metrics import DOWNLOAD_BYTES
 from proxyfleet.provisioner_kvm.pure.names import base_volume_name
+from proxyfleet.provisioner_kvm.pure.placement import ImageRef
 
 log = get_logger("proxyfleet.kvm.images")
 

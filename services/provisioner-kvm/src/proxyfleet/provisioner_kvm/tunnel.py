@@ -19,7 +19,7 @@ import asyncssh
 
 from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
 from proxyfleet.common.logging import get_logger
-from proxyfleet.common.providers_config import KvmHost
+from proxyfleet.provisioner_kvm.pure.config import KvmHost
 
 log = get_logger("proxyfleet.kvm.tunnel")
 

@@ -17,10 +17,10 @@ from proxyfleet.common.errors import (
     TemporaryProviderError,
 )
 from proxyfleet.common.ids import new_id
-from proxyfleet.common.local_config import LocalSettings
 from proxyfleet.common.models import ManagedResource, Provisioned, ProxySpec
 from proxyfleet.provisioner_local.options import LocalOptions
 from proxyfleet.provisioner_local.proxies import LocalProxies
+from proxyfleet.provisioner_local.pure.config import LocalSettings
 
 T = TypeVar("T")
 

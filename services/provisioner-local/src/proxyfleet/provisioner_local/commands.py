@@ -8,10 +8,10 @@ from pathlib import Path
 
 import msgspec
 
-from proxyfleet.common import local_egress
 from proxyfleet.common.squid import SquidOptions, render_squid_conf
 from proxyfleet.provisioner_local.layout import ProxyFolder
 from proxyfleet.provisioner_local.marker import Engine
+from proxyfleet.provisioner_local.pure import egress_addresses as local_egress
 
 LAUNCHER_MODULE = "proxyfleet.provisioner_local.proxypy_launcher"
 

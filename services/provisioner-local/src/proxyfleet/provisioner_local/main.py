@@ -6,16 +6,18 @@ from __future__ import annotations
 from proxyfleet.common import host
 from proxyfleet.common.host import Context
 from proxyfleet.common.host.spec import Run
-from proxyfleet.common.providers_config import ProviderConfig
 from proxyfleet.common.runner import provisioner_service
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.provisioner_local.adapter import LocalProvider, local_options
+from proxyfleet.provisioner_local.provider_type import PROVIDER_TYPE
+from proxyfleet.provisioner_local.pure.config import LocalProviderConfig
 from proxyfleet.provisioner_local.settings import LocalProvisionerSettings
 from proxyfleet.provisioner_local.supervisor import Supervisor
 
 
-def make_provider(entry: ProviderConfig, ctx: Context[LocalProvisionerSettings]) -> LocalProvider:
-    assert entry.local is not None  # the config check requires the section for its type
+def make_provider(
+    entry: LocalProviderConfig, ctx: Context[LocalProvisionerSettings]
+) -> LocalProvider:
     return LocalProvider(local_options(entry.local, ctx.common.installation_id))
 
 
@@ -30,7 +32,7 @@ def supervisor(
 
 
 SERVICE = provisioner_service(
-    "local",
+    PROVIDER_TYPE,
     "local processes",
     make_provider,
     LocalProvisionerSettings,

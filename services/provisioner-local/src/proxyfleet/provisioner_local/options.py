@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from proxyfleet.common import local_egress
+from proxyfleet.provisioner_local.pure import egress_addresses as local_egress
 
 
 @dataclass(frozen=True, slots=True)

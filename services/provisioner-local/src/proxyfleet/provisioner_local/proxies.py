@@ -10,7 +10,6 @@ import time
 
 import msgspec
 
-from proxyfleet.common import local_egress
 from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
 from proxyfleet.common.ids import resource_name
 from proxyfleet.common.logging import get_logger
@@ -46,6 +45,7 @@ from proxyfleet.provisioner_local.processes import (
     wait_listening,
     wait_port_free,
 )
+from proxyfleet.provisioner_local.pure import egress_addresses as local_egress
 
 log = get_logger("proxyfleet.provisioner_local")
 PORT_FREE_WAIT = 3.0

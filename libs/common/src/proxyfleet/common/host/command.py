@@ -19,7 +19,7 @@ from proxyfleet.common.host.options import OptionSpec, default_text, options_for
 from proxyfleet.common.host.spec import Service
 from proxyfleet.common.logging import configure_logging
 from proxyfleet.common.pool_checks import check_config_pools
-from proxyfleet.common.providers_config import load_providers_config
+from proxyfleet.common.providers import load_providers_config
 from proxyfleet.common.settings import CommonSettings
 
 S = TypeVar("S")

@@ -23,7 +23,7 @@ from proxyfleet.common.host.files import open_file_limit, raise_open_files
 from proxyfleet.common.host.http import serve_health_and_metrics
 from proxyfleet.common.host.spec import Context, Parts, ReadyCheck, Service
 from proxyfleet.common.logging import get_logger
-from proxyfleet.common.providers_config import ProvidersConfig
+from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import connect_redis
 

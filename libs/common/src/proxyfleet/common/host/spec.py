@@ -14,7 +14,7 @@ from nats.aio.client import Client as NatsClient
 from proxyfleet.common.clock import Clock
 from proxyfleet.common.errors import StoreUnavailable
 from proxyfleet.common.host.files import open_file_limit
-from proxyfleet.common.providers_config import ProvidersConfig
+from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.common.relay import OutboxRelay
 from proxyfleet.common.settings import CommonSettings
 

@@ -17,7 +17,7 @@ from proxyfleet.common.host import Context, Parts, Service, outbox_check
 from proxyfleet.common.host.spec import Run
 from proxyfleet.common.messaging import Publisher, ensure_streams
 from proxyfleet.common.provider import Provider
-from proxyfleet.common.providers_config import ProviderConfig, ProvidersConfig, load_provider
+from proxyfleet.common.providers import ProviderConfig, ProvidersConfig, ProviderType, load_provider
 from proxyfleet.common.relay import OutboxRelay
 from proxyfleet.common.runner.adopter import Adopter
 from proxyfleet.common.runner.consumer import IntentConsumer
@@ -30,6 +30,7 @@ from proxyfleet.common.store import ProxyRegistry
 
 R = TypeVar("R", bound=RunnerSettings)
 P = TypeVar("P", bound=Provider)
+C = TypeVar("C", bound=ProviderConfig)
 
 
 class ProvisionerRunner:
@@ -95,28 +96,31 @@ class ProvisionerRunner:
 
 
 def provisioner_service(
-    provider_type: str,
+    kind: ProviderType[C],
     what: str,
-    make_provider: Callable[[ProviderConfig, Context[R]], P],
+    make_provider: Callable[[C, Context[R]], P],
     settings: type[R] = RunnerSettings,  # type: ignore[assignment]
-    adjust: Callable[[ProviderConfig, R], R] | None = None,
+    adjust: Callable[[C, R], R] | None = None,
     components: Callable[[P, ProxyRegistry, Context[R]], dict[str, Run]] | None = None,
 ) -> Service[R]:
-    """The provisioner `proxyfleet-provisioner-<provider_type>` for the service host; its
+    """The provisioner `proxyfleet-provisioner-<kind.name>` for the service host; its
     proxies are `what` ("local processes"). `make_provider` builds the adapter from the
-    provider's config entry and the service's context (settings, clock, the open Redis
-    client: KVM's replicas share their placement pins there), inside the event loop;
+    provider's config entry (its type's struct) and the service's context (settings, clock,
+    the open Redis client: KVM's replicas share their placement pins there), in the loop;
     `adjust` may change the runner settings from that entry before anything connects
     (raising ConfigError refuses); `components` adds the adapter's own components beside
     the runner (the local provider's supervisor, GCP's spot preemption watcher)."""
 
     def configure(common: CommonSettings, runner: R, providers: ProvidersConfig) -> R:
-        entry = load_provider(common.providers_config, runner.provider, provider_type)
+        entry = load_provider(common.providers_config, runner.provider, kind.config)
         runner = dataclasses.replace(runner, boot_timeout=entry.boot_timeout)
         return adjust(entry, runner) if adjust else runner
 
     async def build(ctx: Context[R]) -> Parts:
-        provider = make_provider(ctx.providers.get(ctx.settings.provider), ctx)
+        entry = ctx.providers.of_type(
+            ctx.settings.provider, kind.config, ctx.common.providers_config
+        )
+        provider = make_provider(entry, ctx)
         registry = ProxyRegistry(ctx.redis, ctx.clock, namespace=ctx.common.namespace)
         runner = ProvisionerRunner(
             nc=ctx.nats,
@@ -134,7 +138,7 @@ def provisioner_service(
         )
 
     return Service(
-        name=f"provisioner-{provider_type}",
+        name=f"provisioner-{kind.name}",
         summary=f"Create and delete this provider's proxies as {what}.",
         settings=settings,
         build=build,

@@ -17,7 +17,7 @@ from typing import Literal
 
 from proxyfleet.common.egress import EXCLUSIVE_MODES, EgressSettings, Exclusive
 from proxyfleet.common.errors import Unavailable
-from proxyfleet.common.providers_config import ProvidersConfig
+from proxyfleet.common.providers import ProvidersConfig
 
 Distinct = Literal["ip", "subnet"]
 """What a `distinct` grant keeps apart from the client's other leases: their exit

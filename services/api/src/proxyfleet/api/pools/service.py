@@ -13,7 +13,7 @@ from proxyfleet.common.errors import Conflict, NotFound
 from proxyfleet.common.logging import get_logger
 from proxyfleet.common.pool_checks import check_pool
 from proxyfleet.common.pool_spec import Owner, PoolRecord, PoolSpec
-from proxyfleet.common.providers_config import ProvidersConfig
+from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.common.store import PoolOwned, PoolStore
 
 log = get_logger(__name__)

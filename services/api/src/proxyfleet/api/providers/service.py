@@ -6,8 +6,7 @@ from collections.abc import Mapping
 
 from proxyfleet.common.errors import InvalidInput
 from proxyfleet.common.models import Phase
-from proxyfleet.common.placement import validator_for
-from proxyfleet.common.providers_config import ProviderConfig, ProvidersConfig
+from proxyfleet.common.providers import ProviderConfig, ProvidersConfig, validator_for
 from proxyfleet.common.store import ProxyRegistry
 
 

@@ -16,9 +16,9 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from proxyfleet.common.k8s_config import K8sSettings
-from proxyfleet.common.k8s_egress import HOSTNAME_TOPOLOGY
 from proxyfleet.provisioner_k8s.pure import names
+from proxyfleet.provisioner_k8s.pure.config import K8sSettings
+from proxyfleet.provisioner_k8s.pure.egress_config import HOSTNAME_TOPOLOGY
 
 Manifest = dict[str, Any]
 HOST_NETWORK_DNS_POLICY = "ClusterFirstWithHostNet"

@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping
 
 from proxyfleet.common.ids import resource_name
-from proxyfleet.common.k8s_config import MANAGED_BY_LABEL, is_label_value
+from proxyfleet.provisioner_k8s.pure.config import MANAGED_BY_LABEL, is_label_value
 
 MANAGED_BY = "proxyfleet"
 LABEL_INSTALLATION = "proxyfleet.io/installation"

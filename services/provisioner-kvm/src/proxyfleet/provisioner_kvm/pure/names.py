@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from proxyfleet.common.ids import resource_name
 
 if TYPE_CHECKING:
-    from proxyfleet.common.kvm_placement import ImageRef
+    from proxyfleet.provisioner_kvm.pure.placement import ImageRef
 
 _NOT_NAME_CHARS = re.compile(r"[^a-z0-9-]+")
 _KEY_MAX = 40

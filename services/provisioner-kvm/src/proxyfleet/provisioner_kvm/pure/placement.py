@@ -1,6 +1,6 @@
 """KVM placement: which base image a proxy boots, a key of the configured images or a URL in
-its placement. Pure; shared by the API (through `proxyfleet.common.placement`: a bad
-placement is a 400 at create) and the KVM provisioner (which resolves it again: config can
+its placement. Pure; shared by the API (through the provider type's placement validator:
+a bad placement is a 400 at create) and the KVM provisioner (which resolves it again: config can
 change between the two).
 
 Placement comes from API users, so every value is checked here and a bad one is a
@@ -16,7 +16,8 @@ from typing import Literal
 from urllib.parse import urlsplit
 
 from proxyfleet.common.errors import InvalidInput, PermanentProviderError
-from proxyfleet.common.providers_config import KvmImage, ProviderConfig
+from proxyfleet.common.providers import INVALID_PLACEMENT, ProviderConfig
+from proxyfleet.provisioner_kvm.pure.config import KvmImage, KvmProviderConfig
 
 Firmware = Literal["uefi", "bios"]
 DiskFormat = Literal["qcow2", "raw"]
@@ -81,17 +82,17 @@ def resolve_image(
 
 
 class KvmPlacementValidator:
-    """The KVM provider's placement check for the API (`proxyfleet.common.placement`)."""
+    """The KVM provider's placement check for the API (its provider type's validator)."""
 
     def validate(self, provider: ProviderConfig, placement: Mapping[str, str]) -> None:
-        if provider.kvm is None:  # the config parser requires the section for type kvm
+        if not isinstance(provider, KvmProviderConfig):
             raise InvalidInput(
-                f"provider {provider.name!r} has no kvm section", code="invalid_placement"
+                f"provider {provider.name!r} is not of type kvm", code=INVALID_PLACEMENT
             )
         try:
             resolve_image(placement, provider.kvm.images, provider.kvm.default_image)
         except PermanentProviderError as exc:
-            raise InvalidInput(str(exc), code="invalid_placement") from None
+            raise InvalidInput(str(exc), code=INVALID_PLACEMENT) from None
 
 
 def _from_url(placement: Mapping[str, str]) -> ImageRef:

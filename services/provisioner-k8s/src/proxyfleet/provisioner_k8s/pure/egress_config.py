@@ -14,7 +14,7 @@ Pure: no I/O. Why it matters: health records each proxy's exit address and lease
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Literal
 
 import msgspec
 
@@ -22,7 +22,6 @@ from proxyfleet.common.errors import ConfigError
 
 EgressMode = Literal["pod", "host_network", "egress_gateway"]
 EGRESS_MODES: tuple[EgressMode, ...] = ("pod", "host_network", "egress_gateway")
-Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
 DEFAULT_HOST_PORT_RANGE = (13128, 13383)
 """256 ports below the NodePort range (30000-32767) and the kernel's ephemeral ports
 (32768-60999), so Squid's listener meets neither."""
@@ -52,7 +51,7 @@ def check_egress(
     where: str,
 ) -> None:
     """ConfigError naming `where`.<key> when the mode and its settings do not fit together
-    (label and annotation syntax is checked with the other labels, in k8s_config)."""
+    (label and annotation syntax is checked with the other labels, in config)."""
     first, last = host_port_range
     if first > last:
         raise ConfigError(

@@ -5,8 +5,12 @@ from __future__ import annotations
 import pytest
 
 from proxyfleet.common.errors import ConfigError, InvalidInput
-from proxyfleet.common.gcp_config import GcpPlacementValidator, is_pinned
-from proxyfleet.common.providers_config import parse_providers_config
+from proxyfleet.common.providers import parse_providers_config
+from proxyfleet.provisioner_gcp.pure.config import (
+    GcpPlacementValidator,
+    GcpProviderConfig,
+    is_pinned,
+)
 
 GCP = """
 providers:
@@ -38,7 +42,7 @@ def _parse(text: str) -> None:
 
 def test_every_key_of_the_issue_is_accepted() -> None:
     cfg = parse_providers_config(GCP, "providers.yaml")
-    gcp = cfg.get("cloud").gcp
+    gcp = cfg.get("cloud", GcpProviderConfig).gcp
     assert gcp is not None
     assert gcp.zones == {"eu-1": "europe-west1-b", "eu-2": "europe-west1-c"}
     assert gcp.spot is False
@@ -80,23 +84,11 @@ def test_the_section_is_required_for_the_type() -> None:
 
 
 def test_the_placement_takes_only_pin_zone() -> None:
-    v = GcpPlacementValidator()
-    v.validate(None, {"pin_zone": "true"})
+    v, cloud = GcpPlacementValidator(), parse_providers_config(GCP, "providers.yaml").get("cloud")
+    v.validate(cloud, {"pin_zone": "true"})
     assert is_pinned({"pin_zone": "true"})
     assert not is_pinned({})
     with pytest.raises(InvalidInput, match="only pin_zone"):
-        v.validate(None, {"image": "x"})
+        v.validate(cloud, {"image": "x"})
     with pytest.raises(InvalidInput, match="'true' or 'false'"):
-        v.validate(None, {"pin_zone": "yes"})
-
-
-def test_local_and_kvm_source_ranges_are_checked() -> None:
-    text = """
-providers:
-  - name: local
-    type: local
-    zones: [dev]
-    local: {source_ranges: [127.0.0.1, nope]}
-"""
-    with pytest.raises(ConfigError, match=r"providers\[0\].local.source_ranges: 'nope'"):
-        _parse(text)
+        v.validate(cloud, {"pin_zone": "yes"})

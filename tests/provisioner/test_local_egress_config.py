@@ -7,14 +7,14 @@ import ipaddress
 import pytest
 
 from proxyfleet.common.errors import ConfigError, InvalidInput
-from proxyfleet.common.local_egress import (
+from proxyfleet.common.providers import INVALID_PLACEMENT, parse_providers_config, validator_for
+from proxyfleet.provisioner_local.pure.config import LocalProviderConfig
+from proxyfleet.provisioner_local.pure.egress_addresses import (
     DEFAULT_EGRESS_RANGE,
     address_for_port,
     check_egress_range,
     placement_address,
 )
-from proxyfleet.common.placement import INVALID_PLACEMENT, validator_for
-from proxyfleet.common.providers_config import parse_providers_config
 
 
 def config(local: str) -> str:
@@ -48,10 +48,14 @@ def test_an_empty_range_leaves_the_choice_to_the_kernel() -> None:
 
 
 def test_the_default_is_on_and_empty_turns_it_off() -> None:
-    default = parse_providers_config(config("{}"), "p.yaml").get("dev").local
+    default = parse_providers_config(config("{}"), "p.yaml").get("dev", LocalProviderConfig).local
     assert default is not None
     assert default.egress_range == DEFAULT_EGRESS_RANGE == "127.77.0.0/16"
-    off = parse_providers_config(config('{egress_range: ""}'), "p.yaml").get("dev").local
+    off = (
+        parse_providers_config(config('{egress_range: ""}'), "p.yaml")
+        .get("dev", LocalProviderConfig)
+        .local
+    )
     assert off is not None
     assert off.egress_range == ""
 
@@ -78,7 +82,7 @@ def test_a_bad_range_is_refused_naming_the_key(local: str, expected: str) -> Non
 
 def test_a_range_as_large_as_the_ports_is_accepted() -> None:
     text = config("{egress_range: 127.77.0.0/24, port_range: [1000, 1253]}")
-    local = parse_providers_config(text, "p.yaml").get("dev").local
+    local = parse_providers_config(text, "p.yaml").get("dev", LocalProviderConfig).local
     assert local is not None
     assert local.egress_range == "127.77.0.0/24"
 
@@ -110,3 +114,15 @@ def test_the_api_refuses_a_bad_placement_naming_the_key(
     assert err.value.code == INVALID_PLACEMENT
     assert str(err.value).startswith("provider 'dev': ")
     assert expected in str(err.value)
+
+
+def test_source_ranges_are_checked() -> None:
+    text = """
+providers:
+  - name: local
+    type: local
+    zones: [dev]
+    local: {source_ranges: [127.0.0.1, nope]}
+"""
+    with pytest.raises(ConfigError, match=r"providers\[0\].local.source_ranges: 'nope'"):
+        parse_providers_config(text, "providers.yaml")

@@ -7,7 +7,9 @@ from pathlib import Path
 import pytest
 
 from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.providers_config import load_provider, parse_providers_config
+from proxyfleet.common.providers import load_provider, parse_providers_config
+from proxyfleet.provisioner_kvm.pure.config import KvmProviderConfig
+from proxyfleet.provisioner_local.pure.config import LocalProviderConfig
 
 SHA = "a" * 64
 KVM = f"""
@@ -47,7 +49,7 @@ providers:
 
 
 def test_kvm_config_parses_with_defaults() -> None:
-    cfg = parse_providers_config(KVM, "p.yaml").get("onprem")
+    cfg = parse_providers_config(KVM, "p.yaml").get("onprem", KvmProviderConfig)
     assert cfg.kvm is not None
     hv1, hv2 = cfg.kvm.hosts
     assert (hv1.ssh_user, hv1.libvirt_socket, hv1.storage_pool, hv1.network) == (
@@ -100,8 +102,8 @@ def test_kvm_type_needs_its_section() -> None:
 def test_load_provider_checks_the_type(tmp_path: Path) -> None:
     path = tmp_path / "providers.yaml"
     path.write_text(KVM)
-    assert load_provider(str(path), "onprem", "kvm").type == "kvm"
+    assert load_provider(str(path), "onprem", KvmProviderConfig).kvm.default_image == "debian-12"
     with pytest.raises(ConfigError, match="of type 'kvm', not 'local'"):
-        load_provider(str(path), "onprem", "local")
+        load_provider(str(path), "onprem", LocalProviderConfig)
     with pytest.raises(ConfigError, match=r"no provider named 'x' \(found: onprem\)"):
-        load_provider(str(path), "x", "kvm")
+        load_provider(str(path), "x", KvmProviderConfig)

@@ -1,8 +1,8 @@
 """The `gcp:` section of a provider (proxies as GCE VMs), its checks, and its placement.
 
-Pure: no I/O and no Google import. `providers_config` parses the section strictly and
-calls `check_gcp`; the API asks `GcpPlacementValidator` (registered for type `gcp` in
-`proxyfleet.common.placement`) before storing a proxy.
+Pure: no I/O and no Google import. The providers file parses the section strictly and
+calls `check_gcp_provider`; the API asks `GcpPlacementValidator` (the type's validator,
+`provider_type.PROVIDER_TYPE`) before storing a proxy.
 """
 
 from __future__ import annotations
@@ -14,10 +14,9 @@ from typing import Annotated
 import msgspec
 
 from proxyfleet.common.errors import ConfigError, InvalidInput
+from proxyfleet.common.providers import INVALID_PLACEMENT, Port, ProviderConfig, Seconds
 from proxyfleet.common.squid import check_source_ranges
 
-Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
-Seconds = Annotated[float, msgspec.Meta(gt=0)]
 GceZone = Annotated[str, msgspec.Meta(pattern=r"^[a-z]+-[a-z]+[0-9]+-[a-z]$")]
 """A GCE zone name such as europe-west1-b."""
 
@@ -101,8 +100,15 @@ class GcpSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Report orphans the sweeper would delete without deleting them."""
 
 
-def check_gcp(gcp: GcpSettings, zones: list[str], where: str) -> None:
-    """ConfigError naming `where`.<key> for what the types alone do not say."""
+class GcpProviderConfig(ProviderConfig, tag="gcp"):
+    """A provider entry of type gcp."""
+
+    gcp: GcpSettings
+
+
+def check_gcp_provider(entry: GcpProviderConfig, where: str) -> None:
+    """ConfigError naming `where`.gcp.<key> for what the types alone do not say."""
+    gcp, zones, where = entry.gcp, entry.zones, f"{where}.gcp"
     if not _PROJECT.fullmatch(gcp.project):
         raise ConfigError(f"{where}.project: expected a GCP project id, got {gcp.project!r}")
     if missing := [z for z in zones if z not in gcp.zones]:
@@ -153,17 +159,17 @@ def check_gcp(gcp: GcpSettings, zones: list[str], where: str) -> None:
 class GcpPlacementValidator:
     """A gcp proxy's placement takes only `pin_zone` ("true" or "false")."""
 
-    def validate(self, provider: object, placement: Mapping[str, str]) -> None:
+    def validate(self, provider: ProviderConfig, placement: Mapping[str, str]) -> None:
         for key, value in placement.items():
             if key != PIN_ZONE:
                 raise InvalidInput(
                     f"placement key {key!r}: a gcp provider takes only {PIN_ZONE}",
-                    code="invalid_placement",
+                    code=INVALID_PLACEMENT,
                 )
             if value not in ("true", "false"):
                 raise InvalidInput(
                     f"placement {PIN_ZONE}: expected 'true' or 'false', got {value!r}",
-                    code="invalid_placement",
+                    code=INVALID_PLACEMENT,
                 )
 
 

@@ -1,7 +1,7 @@
 """The `kubernetes:` section of a provider (proxies as pods) and its checks.
 
-Pure: no I/O and no Kubernetes import. `providers_config` parses the section strictly and
-calls `check_kubernetes`, whose errors name the key and what was expected, so a value the
+Pure: no I/O and no Kubernetes import. The providers file parses the section strictly and
+calls `check_kubernetes_provider`, whose errors name the key and what was expected, so a value the
 API server would refuse (a bad quantity, label or namespace) stops the service at start
 instead of failing every create later with a 422.
 
@@ -23,14 +23,14 @@ from typing import Literal
 import msgspec
 
 from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.k8s_egress import (
+from proxyfleet.common.providers import Port, ProviderConfig
+from proxyfleet.common.squid import check_source_ranges
+from proxyfleet.provisioner_k8s.pure.egress_config import (
     DEFAULT_HOST_PORT_RANGE,
     EgressMode,
     K8sEgressGateway,
-    Port,
     check_egress,
 )
-from proxyfleet.common.squid import check_source_ranges
 
 DEFAULT_IMAGE = "ubuntu/squid:6.6-24.04_beta"
 """Canonical's Squid on Ubuntu 24.04 LTS (see the module docstring for why)."""
@@ -135,7 +135,7 @@ class K8sSettings(_Strict):
     deny_private_destinations: bool = True
     """Squid refuses private destinations (the cluster network and the VPC behind it)."""
     egress_mode: EgressMode = "pod"
-    """How the pods leave the cluster, so what exit address each has (k8s_egress):
+    """How the pods leave the cluster, so what exit address each has (egress_config):
     pod (the node's SNAT address, shared), host_network (one pod per node, its node's
     address) or egress_gateway (the operator's gateway, selected by egress_gateway)."""
     host_port_range: tuple[Port, Port] = DEFAULT_HOST_PORT_RANGE
@@ -144,8 +144,15 @@ class K8sSettings(_Strict):
     """egress_gateway: the labels and annotations put on every proxy pod."""
 
 
-def check_kubernetes(k8s: K8sSettings, zones: list[str], where: str) -> None:
-    """ConfigError naming `where`.<key> for what the types alone do not say."""
+class K8sProviderConfig(ProviderConfig, tag="kubernetes"):
+    """A provider entry of type kubernetes."""
+
+    kubernetes: K8sSettings
+
+
+def check_kubernetes_provider(entry: K8sProviderConfig, where: str) -> None:
+    """ConfigError naming `where`.kubernetes.<key> for what the types alone do not say."""
+    k8s, zones, where = entry.kubernetes, entry.zones, f"{where}.kubernetes"
     if not _DNS_LABEL.fullmatch(k8s.namespace):
         raise ConfigError(
             f"{where}.namespace: expected a DNS-1123 label (at most 63 lowercase letters,"

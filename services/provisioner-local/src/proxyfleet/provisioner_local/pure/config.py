@@ -1,17 +1,23 @@
 """The local provider's settings (`local:` of a provider entry): proxies as processes on
-this machine. Pure: no I/O; `check_local` raises ConfigError naming the key."""
+this machine, and their placement. Pure: no I/O; `check_local_provider` raises ConfigError
+naming the key."""
 
 from __future__ import annotations
 
 import ipaddress
-from typing import Annotated, Literal
+from collections.abc import Mapping
+from typing import Literal
 
 import msgspec
 
-from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.local_egress import DEFAULT_EGRESS_RANGE, check_egress_range
-
-Port = Annotated[int, msgspec.Meta(ge=1, le=65535)]
+from proxyfleet.common.errors import ConfigError, InvalidInput
+from proxyfleet.common.providers import INVALID_PLACEMENT, Port, ProviderConfig
+from proxyfleet.common.squid import check_source_ranges
+from proxyfleet.provisioner_local.pure.egress_addresses import (
+    DEFAULT_EGRESS_RANGE,
+    check_egress_range,
+    placement_address,
+)
 
 
 class LocalSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -35,7 +41,7 @@ class LocalSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """Client networks (CIDR) Squid accepts; empty: any (proxy.py does not enforce it)."""
     egress_range: str = DEFAULT_EGRESS_RANGE
     """127/8 network each Squid proxy leaves from for loopback destinations, one address per
-    port (see local_egress); "": all leave from 127.0.0.1 (docs/egress.md)."""
+    port (see egress_addresses); "": all leave from 127.0.0.1 (docs/egress.md)."""
 
 
 def _ipv4(value: str, where: str) -> ipaddress.IPv4Address:
@@ -47,7 +53,35 @@ def _ipv4(value: str, where: str) -> ipaddress.IPv4Address:
         ) from None
 
 
-def check_local(local: LocalSettings, where: str) -> None:
+class LocalProviderConfig(ProviderConfig, tag="local"):
+    """A provider entry of type local."""
+
+    local: LocalSettings
+
+
+class LocalPlacementValidator:
+    """Local proxies read one key, `egress_address`: a 127/8 address to leave from."""
+
+    def validate(self, provider: ProviderConfig, placement: Mapping[str, str]) -> None:
+        try:
+            placement_address(placement)
+        except ValueError as exc:
+            raise InvalidInput(
+                f"provider {provider.name!r}: {exc}", code=INVALID_PLACEMENT
+            ) from None
+
+
+def check_local_provider(entry: LocalProviderConfig, where: str) -> None:
+    """ConfigError naming `where`.local.<key> for what the types alone do not say."""
+    where = f"{where}.local"
+    _check_addresses(entry.local, where)
+    try:
+        check_source_ranges(entry.local.source_ranges)
+    except ValueError as exc:
+        raise ConfigError(f"{where}.source_ranges: {exc}") from None
+
+
+def _check_addresses(local: LocalSettings, where: str) -> None:
     """The proxies must listen where the API sends clients, and nowhere else: a wildcard
     bind handed out as 127.0.0.1 exposed them on every interface unannounced."""
     if local.port_range[0] > local.port_range[1]:

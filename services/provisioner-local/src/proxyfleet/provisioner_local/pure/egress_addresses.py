@@ -1,8 +1,8 @@
 """Local proxies' own loopback exit addresses: one 127.x.y.z per proxy, derived from its port.
 
 Pure, no I/O. Shared by the providers config check (`check_egress_range`), the API's
-placement check and the local provisioner (`placement_address`), and the provisioner's
-choice of address (`address_for_port`), so the rule is written once.
+placement check (the type's validator) and the local provisioner (`placement_address`),
+and the provisioner's choice of address (`address_for_port`), so the rule is written once.
 """
 
 from __future__ import annotations

@@ -1,0 +1,1 @@
+"""Pure logic of the local provisioner (its config section, loopback exit addresses): no I/O."""
