@@ -23,8 +23,8 @@ import redis.asyncio as aioredis
 import stamina
 from nats.aio.client import Client as NatsClient
 
-from proxyfleet.common.clock import Clock, ManualClock
-from proxyfleet.common.messaging import connect_nats, ensure_streams
+from proxyfleet.common.core.clock import Clock, ManualClock
+from proxyfleet.common.messaging.jetstream import connect_nats, ensure_streams
 from proxyfleet.common.store import ProxyRegistry, connect_redis
 from proxyfleet.devstack.servers import start_nats, start_redis
 

@@ -23,13 +23,13 @@ from tests.health.conftest import ProxyProcess, _squid
 
 from proxyfleet.api.app import create_app
 from proxyfleet.api.deps import AppDeps
-from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.events import Event
-from proxyfleet.common.messaging import connect_nats
-from proxyfleet.common.models import Phase, Proxy
-from proxyfleet.common.pool_spec import POOL_LABEL
+from proxyfleet.common.core.clock import SystemClock
+from proxyfleet.common.domain.pool_spec import POOL_LABEL
+from proxyfleet.common.messaging.jetstream import connect_nats
 from proxyfleet.common.store import ProxyRegistry, connect_redis
 from proxyfleet.common.store.egress import EgressStore
+from proxyfleet.common.wire.events import Event
+from proxyfleet.common.wire.models import Phase, Proxy
 
 T = TypeVar("T")
 PROXY_PASSWORD = "s3cret-pass"

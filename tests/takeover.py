@@ -22,9 +22,9 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 from tests.provisioner.helpers import add_pending_proxy, wait_until
 
-from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.models import Phase
+from proxyfleet.common.core.clock import SystemClock
 from proxyfleet.common.store import ProxyRegistry, connect_redis
+from proxyfleet.common.wire.models import Phase
 from proxyfleet.devstack.servers import free_port
 
 IN_PROGRESS = "proxyfleet_intents_in_progress"

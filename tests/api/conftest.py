@@ -24,7 +24,7 @@ from tests.api.helpers import (
 
 from proxyfleet.api.app import create_app
 from proxyfleet.api.deps import AppDeps
-from proxyfleet.common.clock import ManualClock
+from proxyfleet.common.core.clock import ManualClock
 from proxyfleet.common.store import ProxyRegistry
 
 

@@ -21,13 +21,13 @@ from proxyfleet.api.container import Services
 from proxyfleet.api.feed.stream import event_streams_of
 from proxyfleet.api.http.head import with_head
 from proxyfleet.api.settings import ApiSettings
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.events import Event
-from proxyfleet.common.models import Phase, Proxy
-from proxyfleet.common.pool_spec import POOL_LABEL
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.core.settings import CommonSettings
+from proxyfleet.common.domain.pool_spec import POOL_LABEL
 from proxyfleet.common.providers import ProvidersConfig, parse_providers_config
-from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire.events import Event
+from proxyfleet.common.wire.models import Phase, Proxy
 from proxyfleet.devstack.servers import free_port
 
 ADMIN = "admin-token-for-tests"

@@ -20,7 +20,7 @@ from tests.api.helpers import (
 from proxyfleet.api.app import create_app
 from proxyfleet.api.deps import AppDeps
 from proxyfleet.api.http.auth import Principal, Scope, TokenAuth
-from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.core.errors import ConfigError
 
 
 async def test_missing_or_unknown_token_is_401_json(api: Api) -> None:

@@ -16,9 +16,9 @@ import redis.asyncio as aioredis
 from tests.api.helpers import PROVIDER, PROVIDERS_YAML
 from tests.api.procs import api_process, wait_ready
 
-from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.models import Phase, Proxy
+from proxyfleet.common.core.clock import SystemClock
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire.models import Phase, Proxy
 
 PROXIES = 5
 WORKERS = 400

@@ -6,7 +6,7 @@ import asyncio
 
 from tests.api.helpers import CAPPED, PROVIDER, Api, Recorder, error_of
 
-from proxyfleet.common.models import Phase
+from proxyfleet.common.wire.models import Phase
 
 
 async def test_a_create_past_max_proxies_is_409_and_creates_nothing(api: Api) -> None:

@@ -8,8 +8,8 @@ import pytest
 from tests.api.helpers import Api, ApiFactory, Recorder, error_of, probed, ready_proxy
 
 from proxyfleet.api.settings import ApiSettings
-from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.models import Phase
+from proxyfleet.common.core.errors import ConfigError
+from proxyfleet.common.wire.models import Phase
 
 
 async def test_a_stale_proxy_is_not_granted_and_the_answer_says_why(

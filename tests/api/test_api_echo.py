@@ -9,7 +9,7 @@ import pytest
 from tests.api.helpers import Api, ApiFactory, api_settings
 
 from proxyfleet.api.http.forwarded import caller_address, parse_trusted
-from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.core.errors import ConfigError
 
 
 async def test_echo_answers_the_callers_address_without_a_token(api: Api) -> None:

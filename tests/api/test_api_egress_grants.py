@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tests.api.helpers import PROVIDER, Api, error_of, ready_proxy
 
-from proxyfleet.common.egress import network
+from proxyfleet.common.domain.egress import network
 
 
 async def on_address(api: Api, pid: str, ip: str, pool: str = "") -> None:

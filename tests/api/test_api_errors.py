@@ -6,7 +6,7 @@ import msgspec
 import pytest
 
 from proxyfleet.api.http.errors import EXCEPTION_HANDLERS
-from proxyfleet.common.errors import (
+from proxyfleet.common.core.errors import (
     Conflict,
     DomainError,
     InvalidInput,

@@ -17,7 +17,7 @@ from tests.api.helpers import Api, ApiFactory, error_of, ready_proxy
 
 from proxyfleet.api.feed.stream import event_streams_of
 from proxyfleet.api.metrics import EVENT_STREAMS
-from proxyfleet.common import subjects
+from proxyfleet.common.wire import subjects
 
 
 @dataclass

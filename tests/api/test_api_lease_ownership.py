@@ -23,7 +23,7 @@ from tests.api.helpers import (
     snapshot,
 )
 
-from proxyfleet.common.logging import configure_logging
+from proxyfleet.common.observability.logging import configure_logging
 
 
 async def grant(http: httpx.AsyncClient) -> dict[str, object]:

@@ -19,7 +19,7 @@ from tests.api.helpers import (
     snapshot,
 )
 
-from proxyfleet.common.messaging import event_decoder
+from proxyfleet.common.messaging.jetstream import event_decoder
 
 
 async def grant(api: Api, **body: object) -> dict[str, object]:

@@ -17,9 +17,9 @@ from nats.aio.client import Client as NatsClient
 from tests.api.helpers import PROVIDER, Api, ApiFactory, ready_proxy
 from tests.faults.servers import Restartable
 
-from proxyfleet.common import subjects
-from proxyfleet.common.messaging import connect_nats, ensure_streams
-from proxyfleet.common.settings import CommonSettings
+from proxyfleet.common.core.settings import CommonSettings
+from proxyfleet.common.messaging.jetstream import connect_nats, ensure_streams
+from proxyfleet.common.wire import subjects
 
 PROMPT = 2.0
 """Seconds a request may take while NATS is down (it takes milliseconds: no NATS wait)."""

@@ -9,10 +9,10 @@ import pytest
 import redis.asyncio as aioredis
 from tests.api.helpers import CAPPED, PROVIDER, Api, Recorder, error_of, ready_proxy, snapshot
 
-from proxyfleet.common.errors import Conflict
-from proxyfleet.common.models import Withheld
-from proxyfleet.common.pool_spec import Owner, PoolSpec
+from proxyfleet.common.core.errors import Conflict
+from proxyfleet.common.domain.pool_spec import Owner, PoolSpec
 from proxyfleet.common.store import PoolStore
+from proxyfleet.common.wire.models import Withheld
 
 MERGE_PATCH = {"content-type": "application/merge-patch+json"}
 

@@ -18,9 +18,9 @@ from tests.api.helpers import (
     snapshot,
 )
 
-from proxyfleet.common.events import EventData
-from proxyfleet.common.models import CreateIntent, DeleteIntent, Phase
 from proxyfleet.common.store import GrantRequest
+from proxyfleet.common.wire.events import EventData
+from proxyfleet.common.wire.models import CreateIntent, DeleteIntent, Phase
 
 intent_decoder = msgspec.json.Decoder(CreateIntent | DeleteIntent)
 

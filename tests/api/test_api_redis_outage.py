@@ -13,7 +13,7 @@ import pytest
 from tests.api.helpers import ApiFactory, error_of, ready_proxy
 from tests.faults.servers import Restartable
 
-from proxyfleet.common.settings import CommonSettings
+from proxyfleet.common.core.settings import CommonSettings
 
 
 @pytest.fixture

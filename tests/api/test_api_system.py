@@ -7,7 +7,7 @@ import asyncio
 import httpx
 from tests.api.helpers import PROVIDER, Api, ApiFactory, error_of, ready_proxy
 
-from proxyfleet.common.settings import CommonSettings
+from proxyfleet.common.core.settings import CommonSettings
 from proxyfleet.devstack.servers import free_port
 
 

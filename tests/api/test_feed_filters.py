@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from proxyfleet.api.feed.filters import KEEPALIVE, FeedFilter, parse_types, sse
-from proxyfleet.common.errors import InvalidInput
+from proxyfleet.common.core.errors import InvalidInput
 
 
 def test_types_and_families_select_events() -> None:

@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from proxyfleet.api.pools.patch import MAX_DEPTH, merge_patch
-from proxyfleet.common.errors import InvalidInput
+from proxyfleet.common.core.errors import InvalidInput
 
 RFC_7396_EXAMPLES: list[tuple[object, object, object]] = [
     ({"a": "b"}, {"a": "c"}, {"a": "c"}),

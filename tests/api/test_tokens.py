@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.tokens import NamedToken, Principal, Scope, parse_tokens
+from proxyfleet.common.core.errors import ConfigError
+from proxyfleet.common.domain.tokens import NamedToken, Principal, Scope, parse_tokens
 
 S1, S2 = "s1-0123456789abcdef", "s2-0123456789abcdef"
 

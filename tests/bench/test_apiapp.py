@@ -9,7 +9,7 @@ from tests.api.helpers import ADMIN, CLIENT, api_settings, providers_config, ser
 from proxyfleet.api.app import create_app
 from proxyfleet.api.deps import AppDeps
 from proxyfleet.bench.apiapp import create_bench_app
-from proxyfleet.common.clock import ManualClock
+from proxyfleet.common.core.clock import ManualClock
 
 
 async def test_the_bench_app_serves_the_baselines_behind_the_client_token(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import redis.asyncio as aioredis
 
 from proxyfleet.bench.egress_bench import SHARED_EVERY, address_of, seed
-from proxyfleet.common.egress import normalize
+from proxyfleet.common.domain.egress import normalize
 
 
 def test_one_proxy_in_ten_shares_its_neighbours_address() -> None:

@@ -8,11 +8,11 @@ import redis.asyncio as aioredis
 from proxyfleet.bench.fleet import LeaseRow, audit_leases, audit_rows, release_all, seed_ready
 from proxyfleet.bench.redis_memory import grant_all, used_memory
 from proxyfleet.bench.wrkrun import script_source
-from proxyfleet.common.clock import ManualClock, SystemClock
-from proxyfleet.common.errors import Unavailable
-from proxyfleet.common.models import Phase
+from proxyfleet.common.core.clock import ManualClock, SystemClock
+from proxyfleet.common.core.errors import Unavailable
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
 from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.wire.models import Phase
 
 
 def row(lid: str, pid: str, epoch: int, start: float, end: float | None) -> LeaseRow:

@@ -14,9 +14,9 @@ import redis.asyncio as aioredis
 
 from proxyfleet.bench.health_fleet import SquidPool, fleet_proxies, seed, start_squids
 from proxyfleet.bench.health_proc import Target, cpu_seconds, rss_mb, start_target
-from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.models import Phase
+from proxyfleet.common.core.clock import SystemClock
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire.models import Phase
 from proxyfleet.health.probe import FailureKind, parse_target
 from proxyfleet.health.prober import OK, Prober, make_ssl_context
 

@@ -8,7 +8,7 @@ import pytest
 from proxyfleet.bench.health_proc import Target
 from proxyfleet.bench.health_runs import POLL, RunResult, RunSpec, Sample
 from proxyfleet.bench.lifecycle_events import EventLog, percentile
-from proxyfleet.common.events import Event, EventType
+from proxyfleet.common.wire.events import Event, EventType
 
 
 def _result(points: list[tuple[float, float]], proxies: int = 100, passes: int = 2) -> RunResult:

@@ -6,7 +6,7 @@ import json
 
 from tests.cli.conftest import Cli, LiveApi
 
-from proxyfleet.common.egress import network
+from proxyfleet.common.domain.egress import network
 
 
 def test_grant_distinct_subnet_refuses_a_network_already_held(cli: Cli, live_api: LiveApi) -> None:

@@ -11,7 +11,7 @@ import pytest
 from proxyfleet.cli.poolfiles import PoolFileError, pool_documents
 from proxyfleet.cli.pools import details, row
 from proxyfleet.client import Pool, PoolDecision, PoolStatus
-from proxyfleet.common.pool_spec import PoolSpec, spec_problem
+from proxyfleet.common.domain.pool_spec import PoolSpec, spec_problem
 
 
 def test_every_document_is_a_pool_and_empty_ones_are_skipped() -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 from tests.api.helpers import ADMIN, PROVIDER
 from tests.cli.conftest import Cli, LiveApi
 
-from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.pool_spec import Condition, Decision, PoolStatus
+from proxyfleet.common.core.clock import SystemClock
+from proxyfleet.common.domain.pool_spec import Condition, Decision, PoolStatus
 from proxyfleet.common.store import PoolStore, connect_redis
 
 POOLS_YAML = f"""

@@ -8,7 +8,7 @@ from tests.client.conftest import LiveApi
 
 from proxyfleet.client import Client
 from proxyfleet.client.errors import Unavailable
-from proxyfleet.common.egress import network
+from proxyfleet.common.domain.egress import network
 
 
 def on_address(live_api: LiveApi, pid: str, ip: str) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import redis.asyncio as aioredis
 
-from proxyfleet.common.clock import ManualClock
+from proxyfleet.common.core.clock import ManualClock
 from proxyfleet.common.store import LeaseStore
 from proxyfleet.common.store.leases import LeasePolicy
 

@@ -6,11 +6,11 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.events import Event
-from proxyfleet.common.messaging import event_decoder
-from proxyfleet.common.models import Phase, Proxy
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.messaging.jetstream import event_decoder
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire.events import Event
+from proxyfleet.common.wire.models import Phase, Proxy
 
 
 def make_proxy(pid: str, clock: ManualClock, **kw: object) -> Proxy:

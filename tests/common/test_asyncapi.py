@@ -7,8 +7,9 @@ from pathlib import Path
 
 import yaml
 
-from proxyfleet.common import asyncapi, subjects
-from proxyfleet.common.events import EventType
+from proxyfleet.common import asyncapi
+from proxyfleet.common.wire import subjects
+from proxyfleet.common.wire.events import EventType
 
 ROOT = Path(__file__).resolve().parents[2]
 

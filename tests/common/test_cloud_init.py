@@ -6,12 +6,12 @@ import bcrypt
 import pytest
 import yaml
 
-from proxyfleet.common.cloud_init import (
+from proxyfleet.common.domain.cloud_init import (
     CloudInitSpec,
     render_meta_data,
     render_user_data,
 )
-from proxyfleet.common.squid import SquidOptions, render_squid_conf
+from proxyfleet.common.domain.squid import SquidOptions, render_squid_conf
 
 PASSWORD = "s3cret-Pa55word-that-is-long"
 

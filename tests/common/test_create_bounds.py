@@ -10,10 +10,10 @@ import pytest
 import redis.asyncio as aioredis
 from tests.common.factories import make_proxy
 
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.errors import Conflict
-from proxyfleet.common.models import Phase
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.core.errors import Conflict
 from proxyfleet.common.store import Idempotency, ProxyRegistry, connect_redis
+from proxyfleet.common.wire.models import Phase
 
 _ids = itertools.count()
 

@@ -10,13 +10,13 @@ import pytest
 import redis.asyncio as aioredis
 from tests.common.factories import make_proxy, make_ready
 
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.errors import Conflict, Unavailable
-from proxyfleet.common.events import Event, EventType
-from proxyfleet.common.messaging import event_decoder
-from proxyfleet.common.models import LeaseOutcome, Phase
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.core.errors import Conflict, Unavailable
+from proxyfleet.common.messaging.jetstream import event_decoder
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
 from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.wire.events import Event, EventType
+from proxyfleet.common.wire.models import LeaseOutcome, Phase
 
 MAX_AGE = 20.0
 

@@ -7,9 +7,9 @@ import pytest
 import redis.asyncio as aioredis
 from tests.common.factories import make_proxy, make_ready
 
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.egress import network
-from proxyfleet.common.errors import Conflict, Unavailable
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.core.errors import Conflict, Unavailable
+from proxyfleet.common.domain.egress import network
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
 from proxyfleet.common.store.egress_holds import NOT_DISTINCT, Exclusivity
 from proxyfleet.common.store.leases import LeasePolicy

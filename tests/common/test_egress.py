@@ -5,8 +5,8 @@ from __future__ import annotations
 import msgspec
 import pytest
 
-from proxyfleet.common.egress import EgressSettings, decide_egress, network, normalize
-from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.core.errors import ConfigError
+from proxyfleet.common.domain.egress import EgressSettings, decide_egress, network, normalize
 from proxyfleet.common.providers import parse_providers_config
 
 

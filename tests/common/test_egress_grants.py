@@ -8,14 +8,14 @@ import pytest
 import redis.asyncio as aioredis
 from tests.common.factories import make_proxy, make_ready, outbox_events
 
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.egress import Exclusive, network
-from proxyfleet.common.errors import Conflict, Unavailable
-from proxyfleet.common.models import Phase
-from proxyfleet.common.pool_spec import Owner, PoolSpec
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.core.errors import Conflict, Unavailable
+from proxyfleet.common.domain.egress import Exclusive, network
+from proxyfleet.common.domain.pool_spec import Owner, PoolSpec
 from proxyfleet.common.store import GrantRequest, LeaseStore, PoolStore, ProxyRegistry
 from proxyfleet.common.store.egress_holds import Exclusivity
 from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.wire.models import Phase
 
 COOLDOWN = 30.0
 

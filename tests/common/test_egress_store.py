@@ -7,11 +7,11 @@ import pytest
 import redis.asyncio as aioredis
 from tests.common.factories import make_proxy, make_ready, outbox_events
 
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.errors import Conflict, NotFound
-from proxyfleet.common.models import Phase
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.core.errors import Conflict, NotFound
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
 from proxyfleet.common.store.egress import AddressCounts, EgressStore
+from proxyfleet.common.wire.models import Phase
 
 
 @pytest.fixture

@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import pytest
 
-from proxyfleet.common.errors import ConfigError, MessagingUnavailable, StoreUnavailable
+from proxyfleet.common.core.errors import ConfigError, MessagingUnavailable, StoreUnavailable
 from proxyfleet.common.host.connect import FIRST_DELAY, MAX_DELAY, delay, keep_trying
-from proxyfleet.common.logging import configure_logging
+from proxyfleet.common.observability.logging import configure_logging
 
 
 def test_delays_double_from_the_first_up_to_the_cap() -> None:

@@ -6,11 +6,11 @@ from __future__ import annotations
 import resource
 from dataclasses import dataclass
 
+from proxyfleet.common.core.settings import CommonSettings
 from proxyfleet.common.host import Context, Parts, Service
 from proxyfleet.common.host.files import MOST_FILES, open_file_limit, raise_open_files
 from proxyfleet.common.host.runtime import serve
 from proxyfleet.common.providers import parse_providers_config
-from proxyfleet.common.settings import CommonSettings
 
 PROVIDERS = parse_providers_config(
     "providers:\n  - {name: p1, type: local, zones: [z], local: {}}\n", "providers.yaml"

@@ -9,11 +9,11 @@ from typing import Literal
 import pytest
 from click.testing import CliRunner
 
-from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.core.errors import ConfigError
+from proxyfleet.common.core.settings import CommonSettings, option
 from proxyfleet.common.host import Parts, Service, env_name
 from proxyfleet.common.host.command import all_options, build_settings, command
 from proxyfleet.common.host.options import options_for
-from proxyfleet.common.settings import CommonSettings, option
 
 
 @dataclass(frozen=True, slots=True)

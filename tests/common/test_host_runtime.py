@@ -11,14 +11,14 @@ from dataclasses import dataclass
 import httpx
 import pytest
 
-from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.core.errors import ConfigError
+from proxyfleet.common.core.settings import CommonSettings
 from proxyfleet.common.host import Check, Context, Parts, Service
 from proxyfleet.common.host.http import serve_health_and_metrics
 from proxyfleet.common.host.runtime import serve
 from proxyfleet.common.host.spec import ReadyCheck
-from proxyfleet.common.logging import configure_logging
+from proxyfleet.common.observability.logging import configure_logging
 from proxyfleet.common.providers import ProvidersConfig, parse_providers_config
-from proxyfleet.common.settings import CommonSettings
 from proxyfleet.devstack.servers import free_port
 
 PROVIDERS = parse_providers_config(

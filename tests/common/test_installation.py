@@ -10,12 +10,11 @@ import pytest
 import redis.asyncio as aioredis
 from tests.common.factories import make_proxy, make_ready
 
-from proxyfleet.common.adoption import adopted_proxy
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.errors import Unavailable
-from proxyfleet.common.messaging import event_decoder, intent_decoder
-from proxyfleet.common.models import CreateIntent, ManagedResource, Phase
-from proxyfleet.common.pool_spec import POOL_LABEL
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.core.errors import Unavailable
+from proxyfleet.common.domain.adoption import adopted_proxy
+from proxyfleet.common.domain.pool_spec import POOL_LABEL
+from proxyfleet.common.messaging.jetstream import event_decoder, intent_decoder
 from proxyfleet.common.store import (
     GrantRequest,
     Installation,
@@ -24,6 +23,7 @@ from proxyfleet.common.store import (
     PoolStore,
     ProxyRegistry,
 )
+from proxyfleet.common.wire.models import CreateIntent, ManagedResource, Phase
 
 
 async def _outbox(redis_client: aioredis.Redis) -> list[dict[str, Any]]:

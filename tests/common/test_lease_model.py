@@ -17,11 +17,11 @@ from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 from tests.common.factories import make_proxy, make_ready
 
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.errors import Conflict, Unavailable
-from proxyfleet.common.models import LeaseOutcome, Phase
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.core.errors import Conflict, Unavailable
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry, connect_redis
 from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.wire.models import LeaseOutcome, Phase
 
 T = TypeVar("T")
 PROXIES = ["p0", "p1", "p2"]

@@ -6,11 +6,11 @@ import pytest
 import redis.asyncio as aioredis
 from tests.common.factories import make_proxy, make_ready
 
-from proxyfleet.common.clock import ManualClock, SystemClock
-from proxyfleet.common.errors import Conflict, NotFound, Unavailable
-from proxyfleet.common.models import LeaseOutcome, Phase
+from proxyfleet.common.core.clock import ManualClock, SystemClock
+from proxyfleet.common.core.errors import Conflict, NotFound, Unavailable
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry, connect_redis
 from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.wire.models import LeaseOutcome, Phase
 
 
 async def test_grant_picks_least_recently_used_and_fences(

@@ -2,14 +2,14 @@ from __future__ import annotations
 
 import pytest
 
-from proxyfleet.common.lifecycle import (
+from proxyfleet.common.domain.lifecycle import (
     ALLOWED,
     Hysteresis,
     can_transition,
     decide_after_probe,
     may_fail_unhealthy,
 )
-from proxyfleet.common.models import Phase
+from proxyfleet.common.wire.models import Phase
 
 
 def test_every_phase_has_rules_and_deleted_is_terminal() -> None:

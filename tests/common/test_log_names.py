@@ -118,7 +118,7 @@ def test_every_event_name_is_area_dot_event() -> None:
 def test_the_check_flags_sentences_and_bare_words_on_structlog_loggers_only() -> None:
     source = """
 import logging
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.observability.logging import get_logger
 log = get_logger("x")
 std = logging.getLogger("third.party")
 
@@ -146,7 +146,7 @@ class C:
 
 def test_a_forwarding_helper_may_pass_a_variable_but_its_callers_give_literals() -> None:
     source = """
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.observability.logging import get_logger
 log = get_logger("x")
 
 class Calls:

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from proxyfleet.common.logging import configure_logging, get_logger, redact_value
+from proxyfleet.common.observability.logging import configure_logging, get_logger, redact_value
 
 
 def test_redacts_credentials_in_urls_and_auth_headers() -> None:

@@ -12,11 +12,11 @@ from typing import Any
 
 import redis.asyncio as aioredis
 
-from proxyfleet.common import subjects
-from proxyfleet.common.events import EventType
-from proxyfleet.common.lifecycle import COUNTED, PROBED
+from proxyfleet.common.domain.lifecycle import COUNTED, PROBED
 from proxyfleet.common.store.prelude import lua_prelude
 from proxyfleet.common.store.replies import FAMILIES, lua_name
+from proxyfleet.common.wire import subjects
+from proxyfleet.common.wire.events import EventType
 
 LUA_FILES = [
     f

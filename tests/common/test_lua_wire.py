@@ -10,10 +10,13 @@ import msgspec
 import redis.asyncio as aioredis
 from tests.common.factories import make_proxy, make_ready
 
-from proxyfleet.common import subjects
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.events import Event, EventData, EventType
-from proxyfleet.common.models import (
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.domain.pool_spec import POOL_LABEL, Owner, PoolSpec
+from proxyfleet.common.store import Fence, GrantRequest, LeaseStore, PoolStore, ProxyRegistry
+from proxyfleet.common.store.egress import EgressStore
+from proxyfleet.common.wire import subjects
+from proxyfleet.common.wire.events import Event, EventData, EventType
+from proxyfleet.common.wire.models import (
     CreateIntent,
     DeleteIntent,
     Intent,
@@ -21,9 +24,6 @@ from proxyfleet.common.models import (
     Phase,
     Withheld,
 )
-from proxyfleet.common.pool_spec import POOL_LABEL, Owner, PoolSpec
-from proxyfleet.common.store import Fence, GrantRequest, LeaseStore, PoolStore, ProxyRegistry
-from proxyfleet.common.store.egress import EgressStore
 
 
 def _names(struct: type[msgspec.Struct]) -> set[str]:

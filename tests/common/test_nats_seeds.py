@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from proxyfleet.common.errors import MessagingUnavailable
-from proxyfleet.common.messaging import connect_nats
+from proxyfleet.common.core.errors import MessagingUnavailable
+from proxyfleet.common.messaging.jetstream import connect_nats
 from proxyfleet.devstack.servers import free_port
 
 

@@ -8,11 +8,11 @@ import msgspec
 import redis.asyncio as aioredis
 from tests.common.factories import make_proxy, make_ready
 
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.events import Event, EventData, EventType
-from proxyfleet.common.messaging import event_decoder, intent_decoder
-from proxyfleet.common.models import CreateIntent, DeleteIntent, LeaseOutcome, Phase
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.messaging.jetstream import event_decoder, intent_decoder
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
+from proxyfleet.common.wire.events import Event, EventData, EventType
+from proxyfleet.common.wire.models import CreateIntent, DeleteIntent, LeaseOutcome, Phase
 
 
 async def _outbox(redis_client: aioredis.Redis) -> list[dict[str, Any]]:

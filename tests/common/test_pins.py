@@ -8,7 +8,7 @@ import asyncio
 import pytest
 import redis.asyncio as aioredis
 
-from proxyfleet.common.errors import StoreUnavailable
+from proxyfleet.common.core.errors import StoreUnavailable
 from proxyfleet.common.store import Pins, connect_redis
 
 

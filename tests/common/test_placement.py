@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 import pytest
 
-from proxyfleet.common.errors import InvalidInput
+from proxyfleet.common.core.errors import InvalidInput
 from proxyfleet.common.providers import (
     INVALID_PLACEMENT,
     NoPlacement,

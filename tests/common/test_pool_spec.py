@@ -8,10 +8,10 @@ import re
 import msgspec
 import pytest
 
-from proxyfleet.common.errors import ConfigError, InvalidInput
-from proxyfleet.common.pool_checks import check_config_pools, check_pool, pool_problem
-from proxyfleet.common.pool_spec import Autoscale, PoolProvider, PoolSpec, spec_problem
+from proxyfleet.common.core.errors import ConfigError, InvalidInput
+from proxyfleet.common.domain.pool_spec import Autoscale, PoolProvider, PoolSpec, spec_problem
 from proxyfleet.common.providers import parse_providers_config
+from proxyfleet.common.providers.pool_checks import check_config_pools, check_pool, pool_problem
 
 CONFIG = """
 providers:

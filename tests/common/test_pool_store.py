@@ -7,11 +7,9 @@ import pytest
 import redis.asyncio as aioredis
 from tests.common.factories import make_proxy, make_ready, outbox_events
 
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.errors import Conflict, NotFound, Unavailable
-from proxyfleet.common.events import EventType
-from proxyfleet.common.models import Lease, LeaseOutcome, Phase, Withheld
-from proxyfleet.common.pool_spec import POOL_LABEL, Autoscale, Owner, PoolSpec
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.core.errors import Conflict, NotFound, Unavailable
+from proxyfleet.common.domain.pool_spec import POOL_LABEL, Autoscale, Owner, PoolSpec
 from proxyfleet.common.store import (
     Fence,
     FencedOut,
@@ -23,6 +21,8 @@ from proxyfleet.common.store import (
     ProxyRegistry,
 )
 from proxyfleet.common.store import pools as store_pools
+from proxyfleet.common.wire.events import EventType
+from proxyfleet.common.wire.models import Lease, LeaseOutcome, Phase, Withheld
 
 
 @pytest.fixture

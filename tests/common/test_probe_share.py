@@ -9,9 +9,9 @@ import itertools
 import pytest
 from tests.common.factories import make_proxy, make_ready
 
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.models import Phase
+from proxyfleet.common.core.clock import ManualClock
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire.models import Phase
 
 INTERVAL = 10.0
 

@@ -12,9 +12,9 @@ from typing import cast
 import redis.asyncio as aioredis
 from tests.common.factories import make_proxy, make_ready
 
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.models import Phase
+from proxyfleet.common.core.clock import ManualClock
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire.models import Phase
 
 
 async def indexed(client: aioredis.Redis, provider: str) -> list[str]:

@@ -12,9 +12,8 @@ import msgspec
 import pytest
 
 from proxyfleet.api.providers.service import ProviderCatalog
-from proxyfleet.common.errors import ConfigError, InvalidInput
-from proxyfleet.common.pool_checks import check_pool
-from proxyfleet.common.pool_spec import PoolSpec
+from proxyfleet.common.core.errors import ConfigError, InvalidInput
+from proxyfleet.common.domain.pool_spec import PoolSpec
 from proxyfleet.common.providers import (
     ENTRY_POINT_GROUP,
     INVALID_PLACEMENT,
@@ -26,6 +25,7 @@ from proxyfleet.common.providers import (
     register,
     unregister,
 )
+from proxyfleet.common.providers.pool_checks import check_pool
 
 
 class AwsSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

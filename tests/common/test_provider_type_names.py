@@ -17,7 +17,7 @@ PROVISIONERS = "services/provisioner-"
 """Each provisioner package defines its own type: it may name it."""
 
 ALLOWED: dict[tuple[str, str], str] = {
-    ("libs/common/src/proxyfleet/common/pool_spec.py", "kubernetes"): (
+    ("libs/common/src/proxyfleet/common/domain/pool_spec.py", "kubernetes"): (
         "Owner.KUBERNETES: a pool declared by a Kubernetes resource, not a provider type"
     ),
     ("tools/devstack/src/proxyfleet/devstack/commands.py", "local"): (

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.core.errors import ConfigError
 from proxyfleet.common.providers import load_providers_config, parse_providers_config
 from proxyfleet.provisioner_local.pure.config import LocalProviderConfig
 

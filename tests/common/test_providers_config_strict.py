@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from proxyfleet.common import strict_yaml
-from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.core.errors import ConfigError
+from proxyfleet.common.domain import strict_yaml
 from proxyfleet.common.providers import parse_providers_config
 from proxyfleet.provisioner_local.pure.config import LocalProviderConfig
 

@@ -4,11 +4,11 @@ import pytest
 import redis.asyncio as aioredis
 from tests.common.factories import make_proxy, make_ready
 
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.errors import Conflict, NotFound
-from proxyfleet.common.models import Phase
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.core.errors import Conflict, NotFound
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.common.store.egress import EgressStore
+from proxyfleet.common.wire.models import Phase
 
 
 async def test_create_is_idempotent_and_get_roundtrips(

@@ -17,12 +17,12 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from tests.common.factories import make_proxy
 
-from proxyfleet.common import subjects
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.messaging import ensure_streams, event_decoder
-from proxyfleet.common.relay import OutboxRelay, RelaySettings
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.messaging.jetstream import ensure_streams, event_decoder
+from proxyfleet.common.messaging.relay import OutboxRelay, RelaySettings
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.common.store.outbox import GROUP
+from proxyfleet.common.wire import subjects
 
 FAST = RelaySettings(idle=0.02, claim_idle=0.2, claim_every=0.05, ack_timeout=2.0)
 

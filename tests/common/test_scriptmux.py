@@ -10,8 +10,8 @@ import pytest
 import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
-from proxyfleet.common.errors import StoreUnavailable
-from proxyfleet.common.ids import new_event_id, new_lease_id
+from proxyfleet.common.core.errors import StoreUnavailable
+from proxyfleet.common.core.ids import new_event_id, new_lease_id
 from proxyfleet.common.store import LuaScript, ScriptMux, connect_redis
 from proxyfleet.common.store.fastid import fast_id, fast_lease_id
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from proxyfleet.common.squid import (
+from proxyfleet.common.domain.squid import (
     DEFAULT_AUTH_PROGRAM,
     SquidOptions,
     htpasswd_line,

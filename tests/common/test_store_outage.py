@@ -12,8 +12,8 @@ from redis.exceptions import BusyLoadingError
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.errors import StoreUnavailable
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.core.errors import StoreUnavailable
 from proxyfleet.common.store import ProxyRegistry, ScriptMux, connect_redis
 from proxyfleet.common.store.outage import RETRY_AFTER, translates_outages
 

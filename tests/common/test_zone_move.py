@@ -9,12 +9,12 @@ import pytest
 import redis.asyncio as aioredis
 from tests.common.factories import make_proxy, make_ready
 
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.errors import Unavailable
-from proxyfleet.common.events import Event, EventData, EventType
-from proxyfleet.common.messaging import event_decoder
-from proxyfleet.common.models import Phase
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.core.errors import Unavailable
+from proxyfleet.common.messaging.jetstream import event_decoder
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
+from proxyfleet.common.wire.events import Event, EventData, EventType
+from proxyfleet.common.wire.models import Phase
 
 
 async def _events(redis_client: aioredis.Redis, proxy_id: str) -> list[Event]:

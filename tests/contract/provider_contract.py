@@ -1,4 +1,4 @@
-"""What every `Provider` (proxyfleet.common.provider) must do, as one suite each adapter runs.
+"""What every `Provider` (proxyfleet.common.providers.port) must do, as one suite each adapter runs.
 
 The runner, GC and health rely on these promises whatever the infrastructure: `create` is
 idempotent and adopts what exists (a redelivered intent or a restarted provisioner never
@@ -58,9 +58,9 @@ from collections.abc import Awaitable, Callable
 
 import pytest
 
-from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
-from proxyfleet.common.models import Provisioned, ProxySpec
-from proxyfleet.common.provider import Provider
+from proxyfleet.common.core.errors import PermanentProviderError, TemporaryProviderError
+from proxyfleet.common.providers.port import Provider
+from proxyfleet.common.wire.models import Provisioned, ProxySpec
 
 MakeProvider = Callable[[], Provider]
 MakeSpec = Callable[[str], ProxySpec]

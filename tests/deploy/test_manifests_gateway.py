@@ -26,11 +26,11 @@ from tests.deploy.kube import (
 
 from proxyfleet.api.main import SERVICE as API
 from proxyfleet.api.settings import ApiSettings
-from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.core.errors import ConfigError
+from proxyfleet.common.core.settings import CommonSettings
 from proxyfleet.common.host import Service
 from proxyfleet.common.host.command import all_options, build_settings, command
-from proxyfleet.common.relay import RelaySettings
-from proxyfleet.common.settings import CommonSettings
+from proxyfleet.common.messaging.relay import RelaySettings
 from proxyfleet.gateway.main import SERVICE as GATEWAY
 from proxyfleet.gateway.settings import GatewaySettings
 

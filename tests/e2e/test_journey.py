@@ -24,8 +24,8 @@ from tests.e2e.journey import (
     wait_for,
 )
 
-from proxyfleet.common.models import ProxySpec
 from proxyfleet.common.providers import load_providers_config
+from proxyfleet.common.wire.models import ProxySpec
 from proxyfleet.devstack.stack import CLIENT_NAME, Stack
 from proxyfleet.provisioner_local.adapter import LocalProvider, local_options
 from proxyfleet.provisioner_local.pure.config import LocalProviderConfig

@@ -23,7 +23,7 @@ from tests.faults.audit import StreamEvent
 from tests.faults.outbox import OutboxProbe
 from tests.faults.servers import Restartable, stop_group
 
-from proxyfleet.common.subjects import EVENT_STREAM
+from proxyfleet.common.wire.subjects import EVENT_STREAM
 from proxyfleet.devstack.options import StackOptions
 from proxyfleet.devstack.providers import stop_local_proxies
 from proxyfleet.devstack.servers import free_port

@@ -30,15 +30,15 @@ from tests.conftest import TargetServer
 from tests.health.conftest import PASSWORD, USER, ProxyProcess, _squid
 
 from proxyfleet.common import host
-from proxyfleet.common.clock import SystemClock
+from proxyfleet.common.core.clock import SystemClock
+from proxyfleet.common.core.settings import CommonSettings
+from proxyfleet.common.domain.pool_spec import POOL_LABEL
 from proxyfleet.common.host.files import raise_open_files
-from proxyfleet.common.messaging import connect_nats, ensure_streams
-from proxyfleet.common.models import Phase, Proxy
-from proxyfleet.common.pool_spec import POOL_LABEL
+from proxyfleet.common.messaging.jetstream import connect_nats, ensure_streams
 from proxyfleet.common.providers import ProvidersConfig
-from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import LeaseStore, ProxyRegistry
 from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.wire.models import Phase, Proxy
 from proxyfleet.gateway.assembly import Assembly, assemble
 from proxyfleet.gateway.settings import GatewaySettings
 from proxyfleet.gateway.tunnels import Tunnels

@@ -8,7 +8,7 @@ from tests.api.helpers import PROVIDER, providers_config
 from tests.conftest import TargetServer
 from tests.gateway.conftest import StartGateway, connect_head, raw_request
 
-from proxyfleet.common.egress import EgressSettings, network
+from proxyfleet.common.domain.egress import EgressSettings, network
 from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.common.store import LeaseStore, ProxyRegistry
 

@@ -22,7 +22,7 @@ from tests.conftest import TargetServer
 from tests.gateway.conftest import StartGateway, connect_head, raw_request, ready_proxy
 from tests.health.conftest import ProxyProcess
 
-from proxyfleet.common.egress import network
+from proxyfleet.common.domain.egress import network
 from proxyfleet.common.store import ProxyRegistry
 
 ADDRESSES = ["127.0.11.1", "127.0.11.2", "127.0.12.1", "127.0.12.2"]

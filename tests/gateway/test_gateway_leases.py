@@ -25,7 +25,7 @@ from tests.health.conftest import ProxyProcess
 
 from proxyfleet.api.app import create_app
 from proxyfleet.api.deps import AppDeps
-from proxyfleet.common.clock import SystemClock
+from proxyfleet.common.core.clock import SystemClock
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.devstack.servers import free_port
 

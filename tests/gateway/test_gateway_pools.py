@@ -9,10 +9,10 @@ from tests.conftest import TargetServer
 from tests.gateway.conftest import StartGateway, connect_head, curl, raw_request, ready_proxy
 from tests.health.conftest import ProxyProcess
 
-from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.models import Withheld
-from proxyfleet.common.pool_spec import Owner, PoolSpec
+from proxyfleet.common.core.clock import SystemClock
+from proxyfleet.common.domain.pool_spec import Owner, PoolSpec
 from proxyfleet.common.store import PoolStore, ProxyRegistry
+from proxyfleet.common.wire.models import Withheld
 
 
 async def test_a_pool_in_the_username_rides_only_on_its_members(

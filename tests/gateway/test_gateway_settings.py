@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.core.errors import ConfigError
 from proxyfleet.gateway.settings import GatewaySettings
 
 TOKENS = ("crawler:0123456789abcdef-secret",)

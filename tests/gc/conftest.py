@@ -13,8 +13,8 @@ from nats.aio.msg import Msg
 from nats.js import JetStreamContext
 from nats.js.api import ConsumerConfig
 
-from proxyfleet.common import subjects
-from proxyfleet.common.models import ResourceList
+from proxyfleet.common.wire import subjects
+from proxyfleet.common.wire.models import ResourceList
 
 PROVIDER = "local"
 

@@ -14,10 +14,10 @@ from typing import Any
 
 from nats.aio.client import Client as NatsClient
 
-from proxyfleet.common import subjects
-from proxyfleet.common.ids import new_proxy_id, resource_name
-from proxyfleet.common.models import ManagedResource, Phase, Proxy, ResourceList
+from proxyfleet.common.core.ids import new_proxy_id, resource_name
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire import subjects
+from proxyfleet.common.wire.models import ManagedResource, Phase, Proxy, ResourceList
 from proxyfleet.devstack.servers import free_port
 from proxyfleet.gc.main import SERVICE as GC
 from proxyfleet.gc.settings import GcSettings

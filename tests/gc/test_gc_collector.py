@@ -12,11 +12,11 @@ from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 from prometheus_client import REGISTRY
 
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.ids import new_proxy_id, resource_name
-from proxyfleet.common.messaging import Publisher, intent_decoder
-from proxyfleet.common.models import DeleteIntent, ManagedResource, Phase, Proxy, ResourceList
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.core.ids import new_proxy_id, resource_name
+from proxyfleet.common.messaging.jetstream import Publisher, intent_decoder
 from proxyfleet.common.store import ProxyRegistry, connect_redis
+from proxyfleet.common.wire.models import DeleteIntent, ManagedResource, Phase, Proxy, ResourceList
 from proxyfleet.gc.collector import STARTUP_GRACE, Collector
 from proxyfleet.gc.report import ProviderRound, RoundReport, SkipCause
 from proxyfleet.gc.settings import GcSettings

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxyfleet.common.models import ManagedResource, Phase, Proxy
+from proxyfleet.common.wire.models import ManagedResource, Phase, Proxy
 from proxyfleet.gc.plan import Deletion, Why, plan_deletions
 
 NOW = 1_700_000_000.0

@@ -11,11 +11,11 @@ from nats.aio.client import Client as NatsClient
 from nats.js import JetStreamContext
 from tests.gc.test_gc_collector import ME, PROVIDER, Answer, RecordingLog, collector, metric
 
-from proxyfleet.common.adoption import plan_adoptions
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.ids import new_proxy_id, resource_name
-from proxyfleet.common.models import ManagedResource, Phase, Proxy, ResourceList
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.core.ids import new_proxy_id, resource_name
+from proxyfleet.common.domain.adoption import plan_adoptions
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire.models import ManagedResource, Phase, Proxy, ResourceList
 from proxyfleet.gc.plan import Refusal, Why, plan_deletions, refusal
 
 NOW = 1_700_000_000.0

@@ -15,9 +15,9 @@ from typing import Any
 
 from tests.gc.test_gc_cli import ME, PROVIDER, SCRIPT, Answer, common_args, log_lines, resource
 
-from proxyfleet.common.ids import new_proxy_id, resource_name
-from proxyfleet.common.models import ResourceList
+from proxyfleet.common.core.ids import new_proxy_id, resource_name
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire.models import ResourceList
 
 INTERVAL = 0.3
 TTL = 1.5  # above the interval plus the request timeout (1 s)

@@ -22,12 +22,12 @@ from tests.gc.test_gc_collector import (
     resource,
 )
 
-from proxyfleet.common import subjects
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.ids import new_proxy_id, resource_name
-from proxyfleet.common.models import ResourceList
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.core.errors import ConfigError
+from proxyfleet.common.core.ids import new_proxy_id, resource_name
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire import subjects
+from proxyfleet.common.wire.models import ResourceList
 from proxyfleet.gc.report import ProviderRound, RoundReport
 from proxyfleet.gc.settings import GcSettings
 

@@ -9,7 +9,7 @@ from typing import Any
 import msgspec
 from google.cloud import compute_v1
 
-from proxyfleet.common.models import ProxySpec
+from proxyfleet.common.wire.models import ProxySpec
 from proxyfleet.provisioner_gcp.adapter import GcpProvider
 from proxyfleet.provisioner_gcp.pure.config import GcpSettings
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxyfleet.common.errors import ConfigError, InvalidInput
+from proxyfleet.common.core.errors import ConfigError, InvalidInput
 from proxyfleet.common.providers import parse_providers_config
 from proxyfleet.provisioner_gcp.pure.config import (
     GcpPlacementValidator,

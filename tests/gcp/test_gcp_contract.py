@@ -19,8 +19,8 @@ from tests.contract.provider_contract import (
 )
 from tests.gcp.gcp_provider import instances_of, provider_for, spec_for
 
-from proxyfleet.common.models import ProxySpec
-from proxyfleet.common.provider import Provider
+from proxyfleet.common.providers.port import Provider
+from proxyfleet.common.wire.models import ProxySpec
 from proxyfleet.provisioner_gcp.adapter import GcpProvider
 
 

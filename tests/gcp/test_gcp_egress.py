@@ -16,7 +16,7 @@ from tests.conftest import TargetServer
 from tests.contract.provider_contract import new_proxy_id
 from tests.gcp.gcp_provider import instances_of, provider_for, spec_for
 
-from proxyfleet.common.models import Provisioned, ProxySpec
+from proxyfleet.common.wire.models import Provisioned, ProxySpec
 from proxyfleet.provisioner_gcp.adapter import GcpProvider
 
 INSTALLATION = "egress"

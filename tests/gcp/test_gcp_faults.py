@@ -12,7 +12,7 @@ import pytest
 from tests.contract.provider_contract import new_proxy_id
 from tests.gcp.gcp_provider import instances_of, provider_for, spec_for, widen_by_hand
 
-from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
+from proxyfleet.common.core.errors import PermanentProviderError, TemporaryProviderError
 from proxyfleet.provisioner_gcp.adapter import GcpProvider
 from proxyfleet.provisioner_gcp.metrics import ZONE_ERRORS
 

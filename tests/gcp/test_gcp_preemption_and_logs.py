@@ -12,10 +12,10 @@ from tests.common.factories import make_proxy
 from tests.contract.provider_contract import new_proxy_id
 from tests.gcp.gcp_provider import instances_of, provider_for, spec_for
 
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.logging import configure_logging
-from proxyfleet.common.models import Phase
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.observability.logging import configure_logging
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire.models import Phase
 from proxyfleet.provisioner_gcp.watcher import PreemptionWatcher
 
 INSTALLATION = "preempt"

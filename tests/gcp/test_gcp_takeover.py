@@ -26,7 +26,7 @@ from tests.takeover import (
     registry_on,
 )
 
-from proxyfleet.common.models import Phase
+from proxyfleet.common.wire.models import Phase
 from proxyfleet.provisioner_gcp.settings import GcpProvisionerSettings
 
 SCRIPT = str(Path(sys.executable).parent / "proxyfleet-provisioner-gcp")

@@ -22,12 +22,12 @@ from tests.provisioner.helpers import EventLog, fast_settings, wait_for_phase, w
 
 from proxyfleet.api.app import create_app
 from proxyfleet.api.deps import AppDeps
-from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.events import EventData, EventType
-from proxyfleet.common.models import Phase
+from proxyfleet.common.core.clock import SystemClock
 from proxyfleet.common.providers import parse_providers_config
 from proxyfleet.common.runner import ProvisionerRunner
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire.events import EventData, EventType
+from proxyfleet.common.wire.models import Phase
 from proxyfleet.provisioner_gcp.adapter import GcpProvider
 
 INSTALLATION = "dev"

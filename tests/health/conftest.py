@@ -28,14 +28,14 @@ from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from tests.conftest import TargetServer
 
-from proxyfleet.common import subjects
-from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.events import Event
-from proxyfleet.common.messaging import ensure_streams, event_decoder
-from proxyfleet.common.models import Phase, ProbeResult, Proxy
-from proxyfleet.common.settings import CommonSettings
+from proxyfleet.common.core.clock import SystemClock
+from proxyfleet.common.core.settings import CommonSettings
+from proxyfleet.common.messaging.jetstream import ensure_streams, event_decoder
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.common.store.egress import EgressStore
+from proxyfleet.common.wire import subjects
+from proxyfleet.common.wire.events import Event
+from proxyfleet.common.wire.models import Phase, ProbeResult, Proxy
 from proxyfleet.devstack.servers import free_port, wait_tcp
 from proxyfleet.health.prober import Prober, make_ssl_context
 from proxyfleet.health.settings import HealthSettings

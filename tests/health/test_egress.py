@@ -26,11 +26,11 @@ from tests.health.conftest import (
     events_of,
 )
 
-from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.models import Phase, ProbeResult, Proxy
+from proxyfleet.common.core.clock import SystemClock
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
 from proxyfleet.common.store.egress import AddressCounts, EgressStore
 from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.wire.models import Phase, ProbeResult, Proxy
 from proxyfleet.health.metrics import EGRESS_ADDRESSES, EGRESS_UNKNOWN_BY_REASON
 from proxyfleet.health.prober import INVALID, MISSING, OK, Outcome, Prober
 from proxyfleet.health.settings import HealthSettings

@@ -12,9 +12,9 @@ from tests.health.conftest import Collector, MakeProxy, RunWorker, _squid
 
 from proxyfleet.api.app import create_app
 from proxyfleet.api.deps import AppDeps
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.models import Phase
+from proxyfleet.common.core.clock import ManualClock
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire.models import Phase
 
 EXIT = "127.0.0.9"
 

@@ -11,11 +11,11 @@ import pytest
 import redis.asyncio as aioredis
 from tests.health.conftest import Collector, MakeProxy, ProxyProcess, RunWorker, events_of
 
-from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.errors import Conflict
-from proxyfleet.common.models import Phase, ProbeResult
+from proxyfleet.common.core.clock import SystemClock
+from proxyfleet.common.core.errors import Conflict
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
 from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.wire.models import Phase, ProbeResult
 from proxyfleet.health.prober import ERROR, Outcome
 
 

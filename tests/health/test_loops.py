@@ -7,7 +7,7 @@ import asyncio
 import pytest
 import uvloop
 
-from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.core.errors import ConfigError
 from proxyfleet.health import loops
 from proxyfleet.health.settings import HealthSettings
 

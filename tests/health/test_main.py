@@ -15,8 +15,8 @@ import pytest
 from tests.conftest import TargetServer
 from tests.health.conftest import PASSWORD, PROVIDER, MakeProxy, ProxyProcess
 
-from proxyfleet.common.models import Phase
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire.models import Phase
 from proxyfleet.devstack.servers import free_port
 from proxyfleet.health.loops import LOOPS
 

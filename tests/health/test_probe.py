@@ -6,7 +6,7 @@ import base64
 
 import pytest
 
-from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.core.errors import ConfigError
 from proxyfleet.health import probe
 from proxyfleet.health.probe import FailureKind, ProbeFailure, Target
 from proxyfleet.health.settings import HealthSettings

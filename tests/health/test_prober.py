@@ -11,8 +11,8 @@ import pytest
 from tests.conftest import TargetServer
 from tests.health.conftest import PASSWORD, USER, ProxyProcess
 
-from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.models import Phase, Proxy
+from proxyfleet.common.core.clock import SystemClock
+from proxyfleet.common.wire.models import Phase, Proxy
 from proxyfleet.devstack.servers import free_port
 from proxyfleet.health import loops
 from proxyfleet.health.probe import FailureKind, parse_target

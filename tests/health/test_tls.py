@@ -9,9 +9,9 @@ import pytest
 from tests.conftest import TargetServer
 from tests.health.conftest import PASSWORD, USER, ProxyProcess
 
-from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.models import Phase, Proxy
+from proxyfleet.common.core.clock import SystemClock
+from proxyfleet.common.core.errors import ConfigError
+from proxyfleet.common.wire.models import Phase, Proxy
 from proxyfleet.health import loops
 from proxyfleet.health.probe import parse_target
 from proxyfleet.health.prober import OK, Prober

@@ -18,11 +18,11 @@ from tests.health.conftest import (
     events_of,
 )
 
-from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.events import Event, EventData
-from proxyfleet.common.models import Phase, ProbeResult, Proxy
+from proxyfleet.common.core.clock import SystemClock
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
 from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.wire.events import Event, EventData
+from proxyfleet.common.wire.models import Phase, ProbeResult, Proxy
 from proxyfleet.devstack.servers import free_port
 from proxyfleet.health.metrics import PROBE_BACKLOG, PROXIES, UNHEALTHY_TIMEOUTS_HELD
 from proxyfleet.health.prober import OK, Outcome

@@ -15,7 +15,7 @@ import httpx
 import msgspec
 from kubernetes import client
 
-from proxyfleet.common.models import ProxySpec
+from proxyfleet.common.wire.models import ProxySpec
 from proxyfleet.provisioner_k8s.adapter import K8sProvider
 from proxyfleet.provisioner_k8s.pure.config import K8sSettings
 from proxyfleet.provisioner_k8s.settings import Tuning

@@ -21,7 +21,7 @@ from tests.k8s.k8s_provider import (
     until_ready,
 )
 
-from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
+from proxyfleet.common.core.errors import PermanentProviderError, TemporaryProviderError
 from proxyfleet.provisioner_k8s.pure import manifests, names
 
 INSTALLATION = "k8s-adapter"

@@ -7,7 +7,7 @@ from decimal import Decimal
 
 import pytest
 
-from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.core.errors import ConfigError
 from proxyfleet.common.providers import parse_providers_config
 from proxyfleet.provisioner_k8s.pure.config import DEFAULT_IMAGE, K8sProviderConfig, parse_quantity
 

@@ -20,8 +20,8 @@ from tests.contract.provider_contract import (
 )
 from tests.k8s.k8s_provider import NAMESPACE, kubeconfig_for, live, of_proxy, provider_for, spec_for
 
-from proxyfleet.common.models import ProxySpec
-from proxyfleet.common.provider import Provider
+from proxyfleet.common.providers.port import Provider
+from proxyfleet.common.wire.models import ProxySpec
 from proxyfleet.provisioner_k8s.adapter import K8sProvider
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.core.errors import ConfigError
 from proxyfleet.common.providers import parse_providers_config
 from proxyfleet.provisioner_k8s.pure.config import K8sProviderConfig, K8sSettings
 from proxyfleet.provisioner_k8s.pure.egress_config import DEFAULT_HOST_PORT_RANGE

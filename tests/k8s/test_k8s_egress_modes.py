@@ -13,8 +13,8 @@ import pytest
 from tests.contract.provider_contract import new_proxy_id
 from tests.k8s.k8s_provider import FAST, NAMESPACE, eventually, opened, spec_for, until_ready
 
-from proxyfleet.common.errors import TemporaryProviderError
-from proxyfleet.common.models import Provisioned, ProxySpec
+from proxyfleet.common.core.errors import TemporaryProviderError
+from proxyfleet.common.wire.models import Provisioned, ProxySpec
 from proxyfleet.provisioner_k8s.adapter import K8sProvider
 from proxyfleet.provisioner_k8s.pure import egress, names
 from proxyfleet.provisioner_k8s.settings import Tuning

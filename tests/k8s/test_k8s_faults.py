@@ -17,10 +17,14 @@ from tests.contract.provider_contract import new_proxy_id
 from tests.k8s.fake_kube import PodMode
 from tests.k8s.k8s_provider import NAMESPACE, eventually, of_proxy, opened, provider_for, spec_for
 
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.errors import ConfigError, PermanentProviderError, TemporaryProviderError
-from proxyfleet.common.models import Phase
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.core.errors import (
+    ConfigError,
+    PermanentProviderError,
+    TemporaryProviderError,
+)
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire.models import Phase
 from proxyfleet.provisioner_k8s.pure import names
 from proxyfleet.provisioner_k8s.watcher import PodFailureWatcher
 

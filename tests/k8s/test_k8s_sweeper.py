@@ -21,7 +21,7 @@ from tests.k8s.k8s_provider import (
     spec_for,
 )
 
-from proxyfleet.common.clock import ManualClock
+from proxyfleet.common.core.clock import ManualClock
 from proxyfleet.provisioner_k8s.adapter import K8sProvider
 from proxyfleet.provisioner_k8s.pure import names
 

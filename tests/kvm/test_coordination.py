@@ -3,7 +3,7 @@ a pin lasts its ttl by the injected clock, never longer, and is dropped on deman
 
 from __future__ import annotations
 
-from proxyfleet.common.clock import ManualClock
+from proxyfleet.common.core.clock import ManualClock
 from proxyfleet.provisioner_kvm.coordination import LocalPins, LocalUploads
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from prometheus_client import REGISTRY
 
-from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
+from proxyfleet.common.core.errors import PermanentProviderError, TemporaryProviderError
 from proxyfleet.provisioner_kvm.image_store import ImageStore
 from proxyfleet.provisioner_kvm.pure.placement import ImageRef
 

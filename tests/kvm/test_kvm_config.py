@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.core.errors import ConfigError
 from proxyfleet.common.providers import load_provider, parse_providers_config
 from proxyfleet.provisioner_kvm.pure.config import KvmProviderConfig
 from proxyfleet.provisioner_local.pure.config import LocalProviderConfig

@@ -38,7 +38,7 @@ from tests.takeover import (
     registry_on,
 )
 
-from proxyfleet.common.models import Phase
+from proxyfleet.common.wire.models import Phase
 from proxyfleet.provisioner_kvm.pure.config import KvmHost
 from proxyfleet.provisioner_kvm.pure.names import domain_name
 from proxyfleet.provisioner_kvm.settings import KvmProvisionerSettings

@@ -23,13 +23,13 @@ from prometheus_client import REGISTRY
 from tests.kvm.conftest import LibvirtDaemon, SshServer
 from tests.provisioner.helpers import fast_settings, wait_until
 
-from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
-from proxyfleet.common.messaging import Publisher, connect_nats, ensure_streams
-from proxyfleet.common.models import ProxySpec
+from proxyfleet.common.core.clock import SystemClock
+from proxyfleet.common.core.errors import PermanentProviderError, TemporaryProviderError
+from proxyfleet.common.messaging.jetstream import Publisher, connect_nats, ensure_streams
 from proxyfleet.common.runner import ProvisionerRunner
 from proxyfleet.common.runner.failures import Kind, ResourceMissing, failure_kind, provider_error
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire.models import ProxySpec
 from proxyfleet.gc.collector import Collector
 from proxyfleet.gc.settings import GcSettings
 from proxyfleet.provisioner_kvm.adapter import KvmProvider

@@ -23,9 +23,9 @@ from tests.contract.provider_contract import (
 from tests.kvm.conftest import LibvirtDaemon
 from tests.kvm.contract_helpers import define_domain, domain_uuids, domain_xml, remove_domains
 
-from proxyfleet.common.errors import TemporaryProviderError
-from proxyfleet.common.models import Provisioned, ProxySpec
-from proxyfleet.common.provider import Provider
+from proxyfleet.common.core.errors import TemporaryProviderError
+from proxyfleet.common.providers.port import Provider
+from proxyfleet.common.wire.models import Provisioned, ProxySpec
 from proxyfleet.provisioner_kvm.adapter import KvmProvider
 from proxyfleet.provisioner_kvm.pure.config import KvmHost, KvmImage, KvmSettings
 

@@ -23,10 +23,10 @@ from tests.kvm.contract_helpers import remove_domains
 from tests.kvm.helpers import domain_active, kvm_provider, make_image
 from tests.provisioner.helpers import wait_until
 
-from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.messaging import connect_nats, ensure_streams
-from proxyfleet.common.models import Phase, Proxy
+from proxyfleet.common.core.clock import SystemClock
+from proxyfleet.common.messaging.jetstream import connect_nats, ensure_streams
 from proxyfleet.common.store import ProxyRegistry, connect_redis
+from proxyfleet.common.wire.models import Phase, Proxy
 from proxyfleet.devstack.servers import free_port
 from proxyfleet.provisioner_kvm.pure.config import KvmHost
 from proxyfleet.provisioner_kvm.pure.names import domain_name

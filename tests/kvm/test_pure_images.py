@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxyfleet.common.errors import PermanentProviderError
+from proxyfleet.common.core.errors import PermanentProviderError
 from proxyfleet.provisioner_kvm.pure.config import KvmImage
 from proxyfleet.provisioner_kvm.pure.placement import ImageRef, resolve_image
 

@@ -9,7 +9,7 @@ import asyncio
 import pytest
 import redis.asyncio as aioredis
 
-from proxyfleet.common.errors import TemporaryProviderError
+from proxyfleet.common.core.errors import TemporaryProviderError
 from proxyfleet.common.store import Locks, Pins, connect_redis
 from proxyfleet.provisioner_kvm.shared import SharedPins, SharedUploads
 

@@ -9,8 +9,8 @@ import pytest
 from tests.kvm.helpers import TEST_DRIVER_HOST as HOST
 from tests.kvm.helpers import TEST_DRIVER_URI as URI
 
-from proxyfleet.common.errors import PermanentProviderError
-from proxyfleet.common.models import ProxySpec
+from proxyfleet.common.core.errors import PermanentProviderError
+from proxyfleet.common.wire.models import ProxySpec
 from proxyfleet.provisioner_kvm.adapter import KvmProvider
 from proxyfleet.provisioner_kvm.domains import Domains
 from proxyfleet.provisioner_kvm.host import DirectConnector, HostSession

@@ -23,8 +23,8 @@ from tests.kvm.contract_helpers import define_domain, domain_uuids, domain_xml, 
 from tests.kvm.helpers import TEST_DRIVER_HOST as HOST
 from tests.kvm.helpers import TEST_DRIVER_URI as URI
 
-from proxyfleet.common.models import Provisioned, ProxySpec
-from proxyfleet.common.provider import Provider
+from proxyfleet.common.providers.port import Provider
+from proxyfleet.common.wire.models import Provisioned, ProxySpec
 from proxyfleet.provisioner_kvm.adapter import KvmProvider
 from proxyfleet.provisioner_kvm.host import DirectConnector
 from proxyfleet.provisioner_kvm.pure.config import KvmHost, KvmImage, KvmSettings

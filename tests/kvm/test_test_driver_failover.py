@@ -18,9 +18,9 @@ import pytest
 from prometheus_client import REGISTRY
 from tests.kvm.helpers import TEST_DRIVER_HOST
 
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
-from proxyfleet.common.models import ProxySpec
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.core.errors import PermanentProviderError, TemporaryProviderError
+from proxyfleet.common.wire.models import ProxySpec
 from proxyfleet.provisioner_kvm.adapter import KvmProvider
 from proxyfleet.provisioner_kvm.domains import Domains
 from proxyfleet.provisioner_kvm.host import DirectConnector, HostSession

@@ -33,8 +33,8 @@ from tests.kvm.test_test_driver_failover import (
     spec,
 )
 
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.errors import TemporaryProviderError
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.core.errors import TemporaryProviderError
 from proxyfleet.common.store import Locks, Pins
 from proxyfleet.provisioner_kvm.adapter import KvmProvider
 from proxyfleet.provisioner_kvm.domains import Domains

@@ -12,7 +12,7 @@ import msgspec
 import pytest
 from tests.kvm.conftest import LibvirtDaemon, SshServer
 
-from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
+from proxyfleet.common.core.errors import PermanentProviderError, TemporaryProviderError
 from proxyfleet.provisioner_kvm.pure.config import KvmHost
 from proxyfleet.provisioner_kvm.tunnel import SshTunnel, known_hosts_line, split_address
 

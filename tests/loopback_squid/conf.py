@@ -9,7 +9,7 @@ here the whole test machine (and its loopback test target) would be denied.
 
 from __future__ import annotations
 
-from proxyfleet.common.squid import loopback_egress_lines
+from proxyfleet.common.domain.squid import loopback_egress_lines
 
 
 class SquidConfError(ValueError):

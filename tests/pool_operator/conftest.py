@@ -13,7 +13,7 @@ from kubernetes import client
 from tests.k8s.fake_kube import FakeKube
 from tests.pool_operator.harness import OperatorFactory, Pools
 
-from proxyfleet.common.clock import Clock, SystemClock
+from proxyfleet.common.core.clock import Clock, SystemClock
 from proxyfleet.common.store import PoolStore, ProxyRegistry
 from proxyfleet.pool_operator import crd
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 
 from tests.pool_operator.harness import Pools, eventually
 
-from proxyfleet.common.models import Phase, Proxy
-from proxyfleet.common.pool_spec import POOL_LABEL, Condition, Owner, PoolStatus
+from proxyfleet.common.domain.pool_spec import POOL_LABEL, Condition, Owner, PoolStatus
 from proxyfleet.common.store import Fence, PoolStore, ProxyRegistry
+from proxyfleet.common.wire.models import Phase, Proxy
 
 
 @dataclass(frozen=True)

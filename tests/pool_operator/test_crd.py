@@ -11,7 +11,7 @@ import msgspec
 import pytest
 import yaml
 
-from proxyfleet.common.pool_spec import PoolSpec
+from proxyfleet.common.domain.pool_spec import PoolSpec
 from proxyfleet.pool_operator import crd
 from proxyfleet.pool_operator.openapi import Unsupported, structural
 

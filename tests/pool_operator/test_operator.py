@@ -18,9 +18,9 @@ from tests.k8s.fake_kube import Call, FakeKube
 from tests.pool_operator.harness import OperatorFactory, Pools, eventually
 from tests.pool_operator.journey import make_member, proxypool_journey
 
-from proxyfleet.common.models import Phase
-from proxyfleet.common.pool_spec import Owner, PoolSpec, PoolStatus
+from proxyfleet.common.domain.pool_spec import Owner, PoolSpec, PoolStatus
 from proxyfleet.common.store import Fence, PoolStore, ProxyRegistry
+from proxyfleet.common.wire.models import Phase
 from proxyfleet.pool_operator.handlers import KEEP_PROXIES
 
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from proxyfleet.common.clock import Clock
-from proxyfleet.common.pool_spec import Owner, PoolSpec, PoolStatus
+from proxyfleet.common.core.clock import Clock
+from proxyfleet.common.domain.pool_spec import Owner, PoolSpec, PoolStatus
 from proxyfleet.common.providers import parse_providers_config
 from proxyfleet.common.store import Fence, PoolStore
 from proxyfleet.pool_operator.reconcile import Reconciler

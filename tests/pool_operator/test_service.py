@@ -13,8 +13,8 @@ from tests.k8s.fake_kube import FakeKube
 from tests.pool_operator.harness import SCRIPT, OperatorFactory, Pools, eventually
 from tests.pool_operator.journey import make_member
 
-from proxyfleet.common.models import Phase
 from proxyfleet.common.store import Fence, PoolStore, ProxyRegistry
+from proxyfleet.common.wire.models import Phase
 from proxyfleet.pool_operator import crd
 
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.core.errors import ConfigError
 from proxyfleet.pool_operator.kube import load_access, namespaces
 from proxyfleet.pool_operator.settings import PoolOperatorSettings
 

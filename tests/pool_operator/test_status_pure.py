@@ -8,7 +8,7 @@ from typing import Any
 import msgspec
 import pytest
 
-from proxyfleet.common.pool_spec import (
+from proxyfleet.common.domain.pool_spec import (
     Condition,
     Decision,
     Owner,

@@ -9,11 +9,11 @@ from __future__ import annotations
 import redis.asyncio as aioredis
 from tests.pool_operator.harness import PROVIDERS_YAML, OperatorFactory, Pools, eventually
 
-from proxyfleet.common.clock import Clock
-from proxyfleet.common.models import Phase
-from proxyfleet.common.pool_spec import POOL_LABEL
+from proxyfleet.common.core.clock import Clock
+from proxyfleet.common.domain.pool_spec import POOL_LABEL
 from proxyfleet.common.providers import parse_providers_config
 from proxyfleet.common.store import Locks, PoolStore, ProxyRegistry
+from proxyfleet.common.wire.models import Phase
 from proxyfleet.pools.controller import PoolController
 from proxyfleet.pools.settings import PoolsSettings
 

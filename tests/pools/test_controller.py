@@ -8,10 +8,8 @@ import pytest
 import redis.asyncio as aioredis
 from tests.common.factories import make_proxy, outbox_events
 
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.events import EventType
-from proxyfleet.common.models import LeaseOutcome, Phase, Withheld
-from proxyfleet.common.pool_spec import POOL_LABEL, AutoQuarantine, Owner, PoolSpec
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.domain.pool_spec import POOL_LABEL, AutoQuarantine, Owner, PoolSpec
 from proxyfleet.common.providers import parse_providers_config
 from proxyfleet.common.store import (
     FencedOut,
@@ -22,6 +20,8 @@ from proxyfleet.common.store import (
     ProxyRegistry,
 )
 from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.wire.events import EventType
+from proxyfleet.common.wire.models import LeaseOutcome, Phase, Withheld
 from proxyfleet.pools.config_pools import ConfigPools
 from proxyfleet.pools.controller import PoolController
 from proxyfleet.pools.settings import PoolsSettings

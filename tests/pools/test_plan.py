@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from proxyfleet.common.models import Phase, Withheld
-from proxyfleet.common.pool_spec import AutoQuarantine, Autoscale, PoolSpec
+from proxyfleet.common.domain.pool_spec import AutoQuarantine, Autoscale, PoolSpec
+from proxyfleet.common.wire.models import Phase, Withheld
 from proxyfleet.pools.autoscale import scale
 from proxyfleet.pools.plan import age_limit, plan
 from proxyfleet.pools.spread import pause_until

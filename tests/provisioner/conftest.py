@@ -16,9 +16,9 @@ from pathlib import Path
 import pytest
 from nats.aio.client import Client as NatsClient
 
-from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.messaging import Publisher
-from proxyfleet.common.provider import Provider
+from proxyfleet.common.core.clock import SystemClock
+from proxyfleet.common.messaging.jetstream import Publisher
+from proxyfleet.common.providers.port import Provider
 from proxyfleet.common.runner import ProvisionerRunner, RunnerSettings
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.provisioner_local.adapter import LocalProvider

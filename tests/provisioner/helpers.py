@@ -16,11 +16,11 @@ from pathlib import Path
 import msgspec
 from nats.aio.msg import Msg
 
-from proxyfleet.common.events import Event
-from proxyfleet.common.messaging import event_decoder
-from proxyfleet.common.models import Phase, Proxy
+from proxyfleet.common.messaging.jetstream import event_decoder
 from proxyfleet.common.runner import RunnerSettings
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire.events import Event
+from proxyfleet.common.wire.models import Phase, Proxy
 
 INSTALLATION = "test-inst"
 ENGINES = ["squid", "proxy.py"]

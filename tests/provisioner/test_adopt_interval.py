@@ -11,10 +11,10 @@ from pathlib import Path
 
 import redis.asyncio as aioredis
 
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.models import ManagedResource
+from proxyfleet.common.core.clock import ManualClock
 from proxyfleet.common.runner import Adopter
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire.models import ManagedResource
 from proxyfleet.provisioner_local.adapter import LocalProvider
 from proxyfleet.provisioner_local.options import LocalOptions
 

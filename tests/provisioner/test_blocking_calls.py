@@ -9,7 +9,7 @@ import threading
 import pytest
 from prometheus_client import REGISTRY, Counter, Histogram
 
-from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
+from proxyfleet.common.core.errors import PermanentProviderError, TemporaryProviderError
 from proxyfleet.common.runner.blocking import BlockingCalls, CallMetrics, CallReport
 from proxyfleet.common.runner.failures import (
     Classified,

@@ -13,11 +13,11 @@ import pytest
 from nats.aio.client import Client as NatsClient
 from prometheus_client import REGISTRY
 
-from proxyfleet.common import subjects
-from proxyfleet.common.messaging import connect_nats
-from proxyfleet.common.models import Intent
+from proxyfleet.common.messaging.jetstream import connect_nats
 from proxyfleet.common.runner import IntentConsumer, RunnerSettings
 from proxyfleet.common.runner.verdict import Delivery, Verdict
+from proxyfleet.common.wire import subjects
+from proxyfleet.common.wire.models import Intent
 
 from .helpers import fast_settings, wait_until
 

@@ -12,8 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from proxyfleet.common.errors import ConfigError, PermanentProviderError, TemporaryProviderError
-from proxyfleet.common.models import ProxySpec
+from proxyfleet.common.core.errors import (
+    ConfigError,
+    PermanentProviderError,
+    TemporaryProviderError,
+)
+from proxyfleet.common.wire.models import ProxySpec
 from proxyfleet.provisioner_local import commands
 from proxyfleet.provisioner_local.adapter import LocalProvider, start_unregistered_proxy
 from proxyfleet.provisioner_local.files import read_marker

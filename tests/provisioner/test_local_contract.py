@@ -19,8 +19,8 @@ from tests.contract.provider_contract import (
     ResourcesOf,
 )
 
-from proxyfleet.common.models import ProxySpec
-from proxyfleet.common.provider import Provider
+from proxyfleet.common.providers.port import Provider
+from proxyfleet.common.wire.models import ProxySpec
 from proxyfleet.provisioner_local import commands
 from proxyfleet.provisioner_local.adapter import LocalProvider
 from proxyfleet.provisioner_local.layout import ProxyFolder

@@ -17,8 +17,8 @@ from pathlib import Path
 import pytest
 from tests.conftest import TargetServer
 
-from proxyfleet.common.errors import PermanentProviderError
-from proxyfleet.common.models import ProxySpec
+from proxyfleet.common.core.errors import PermanentProviderError
+from proxyfleet.common.wire.models import ProxySpec
 from proxyfleet.provisioner_local import commands
 from proxyfleet.provisioner_local.adapter import LocalProvider
 from proxyfleet.provisioner_local.layout import ProxyFolder

@@ -6,7 +6,7 @@ import ipaddress
 
 import pytest
 
-from proxyfleet.common.errors import ConfigError, InvalidInput
+from proxyfleet.common.core.errors import ConfigError, InvalidInput
 from proxyfleet.common.providers import INVALID_PLACEMENT, parse_providers_config, validator_for
 from proxyfleet.provisioner_local.pure.config import LocalProviderConfig
 from proxyfleet.provisioner_local.pure.egress_addresses import (

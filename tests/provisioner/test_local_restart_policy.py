@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.core.errors import ConfigError
 from proxyfleet.provisioner_local.restarts import RestartBook, RestartPolicy, Verdict
 from proxyfleet.provisioner_local.settings import LocalProvisionerSettings
 

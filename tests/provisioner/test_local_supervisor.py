@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.models import ProxySpec
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.wire.models import ProxySpec
 from proxyfleet.provisioner_local import commands, metrics
 from proxyfleet.provisioner_local.adapter import LocalProvider
 from proxyfleet.provisioner_local.files import read_marker

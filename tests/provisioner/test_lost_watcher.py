@@ -9,12 +9,12 @@ import uuid
 
 from tests.common.factories import make_proxy
 
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.errors import ProviderError, StoreUnavailable, TemporaryProviderError
-from proxyfleet.common.models import Phase
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.core.errors import ProviderError, StoreUnavailable, TemporaryProviderError
 from proxyfleet.common.runner.lost import Lost, Running
 from proxyfleet.common.runner.lost_watcher import LostResourceWatcher
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire.models import Phase
 
 
 class Listing:

@@ -14,8 +14,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from proxyfleet.common.models import Phase
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire.models import Phase
 from proxyfleet.devstack.servers import free_port
 from proxyfleet.provisioner_local import commands
 from proxyfleet.provisioner_local.files import read_marker

@@ -10,10 +10,10 @@ from collections.abc import Callable
 import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
 
-from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.messaging import Publisher
-from proxyfleet.common.models import Phase
+from proxyfleet.common.core.clock import SystemClock
+from proxyfleet.common.messaging.jetstream import Publisher
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire.models import Phase
 from proxyfleet.gc.collector import Collector
 from proxyfleet.gc.settings import GcSettings
 from proxyfleet.provisioner_local.adapter import LocalProvider

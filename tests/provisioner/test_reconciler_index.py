@@ -13,11 +13,11 @@ import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 
-from proxyfleet.common.clock import ManualClock
-from proxyfleet.common.messaging import Publisher
-from proxyfleet.common.models import CreateIntent, Phase, Proxy
+from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.messaging.jetstream import Publisher
 from proxyfleet.common.runner.reconciler import PAGE_SIZE, Reconciler
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire.models import CreateIntent, Phase, Proxy
 
 from .helpers import fast_settings
 

@@ -8,10 +8,10 @@ import nats.errors
 import pytest
 from nats.aio.client import Client as NatsClient
 
-from proxyfleet.common import subjects
-from proxyfleet.common.errors import TemporaryProviderError
-from proxyfleet.common.models import ManagedResource, Provisioned, ProxySpec, ResourceList
+from proxyfleet.common.core.errors import TemporaryProviderError
 from proxyfleet.common.runner import ResourcesResponder
+from proxyfleet.common.wire import subjects
+from proxyfleet.common.wire.models import ManagedResource, Provisioned, ProxySpec, ResourceList
 
 
 class ListingProvider:

@@ -13,11 +13,13 @@ import msgspec
 from nats.aio.client import Client as NatsClient
 from prometheus_client import REGISTRY
 
-from proxyfleet.common import subjects
-from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
-from proxyfleet.common.events import EventData
-from proxyfleet.common.messaging import Publisher
-from proxyfleet.common.models import (
+from proxyfleet.common.core.errors import PermanentProviderError, TemporaryProviderError
+from proxyfleet.common.messaging.jetstream import Publisher
+from proxyfleet.common.runner import backoff_delay
+from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire import subjects
+from proxyfleet.common.wire.events import EventData
+from proxyfleet.common.wire.models import (
     CreateIntent,
     DeleteIntent,
     ManagedResource,
@@ -26,8 +28,6 @@ from proxyfleet.common.models import (
     ProxySpec,
     ResourceList,
 )
-from proxyfleet.common.runner import backoff_delay
-from proxyfleet.common.store import ProxyRegistry
 
 from .conftest import RunnerFactory
 from .helpers import EventLog, add_pending_proxy, fast_settings, wait_for_phase, wait_until

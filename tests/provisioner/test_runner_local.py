@@ -11,11 +11,11 @@ import msgspec
 import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
 
-from proxyfleet.common import subjects
-from proxyfleet.common.events import EventData
-from proxyfleet.common.messaging import Publisher
-from proxyfleet.common.models import CreateIntent, DeleteIntent, Phase, ResourceList
+from proxyfleet.common.messaging.jetstream import Publisher
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire import subjects
+from proxyfleet.common.wire.events import EventData
+from proxyfleet.common.wire.models import CreateIntent, DeleteIntent, Phase, ResourceList
 from proxyfleet.provisioner_local.adapter import LocalProvider, start_unregistered_proxy
 from proxyfleet.provisioner_local.processes import is_running
 

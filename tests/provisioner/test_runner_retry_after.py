@@ -11,10 +11,10 @@ import time
 
 import pytest
 
-from proxyfleet.common.errors import TemporaryProviderError
-from proxyfleet.common.models import ManagedResource, Phase, Provisioned, ProxySpec
+from proxyfleet.common.core.errors import TemporaryProviderError
 from proxyfleet.common.runner.backoff import MAX_RETRY_AFTER, hint_cap, redelivery_delay
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire.models import ManagedResource, Phase, Provisioned, ProxySpec
 
 from .conftest import RunnerFactory
 from .helpers import add_pending_proxy, fast_settings, wait_for_phase

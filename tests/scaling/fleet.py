@@ -10,8 +10,8 @@ import msgspec
 from nats.aio.msg import Msg
 from tests.e2e.journey import ThreadedSubscriber
 
-from proxyfleet.common import subjects
-from proxyfleet.common.models import ProbeResult
+from proxyfleet.common.wire import subjects
+from proxyfleet.common.wire.models import ProbeResult
 from proxyfleet.devstack.servers import free_port, wait_tcp
 from proxyfleet.devstack.stack import Stack
 

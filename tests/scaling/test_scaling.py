@@ -17,8 +17,8 @@ from tests.scaling.conftest import PROBE_INTERVAL
 from tests.scaling.fleet import ProbeTap, Replicas
 from tests.takeover import kill_while_handling, metric
 
-from proxyfleet.common import subjects
 from proxyfleet.common.runner import RunnerSettings
+from proxyfleet.common.wire import subjects
 
 WINDOW = float(os.environ.get("PROXYFLEET_SCALING_WINDOW", "24"))
 """Seconds over which the probe shares are measured (24 rounds of probes in `make test`;

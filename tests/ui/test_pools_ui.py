@@ -16,7 +16,7 @@ from playwright.async_api import Locator, Page, Request, expect
 from tests.api.helpers import ADMIN, CLIENT, OTHER, PROVIDER, Api, ready_proxy
 from tests.ui.conftest import Tab, artifacts_dir
 
-from proxyfleet.common.pool_spec import Condition, PoolStatus
+from proxyfleet.common.domain.pool_spec import Condition, PoolStatus
 from proxyfleet.common.store import Fence, PoolStore
 
 STATUS_TTL = 300.0

@@ -25,7 +25,7 @@ from .store import Store
 class FakeKube:
     def __init__(self, now: Callable[[], float] = time.time, nodes: int = 1) -> None:
         """`now`: the clock of creationTimestamp and deletionTimestamp, e.g. a
-        proxyfleet.common.clock.ManualClock's `now` (the kubelet's status times are real
+        proxyfleet.common.core.clock.ManualClock's `now` (the kubelet's status times are real
         time). `nodes`: how many nodes (fake-node, fake-node-2, ...), each with a loopback
         address of its own (`node_address`)."""
         self.store = Store(now)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import base64
 
-from proxyfleet.common.squid import SquidOptions, htpasswd_line, render_squid_conf
+from proxyfleet.common.domain.squid import SquidOptions, htpasswd_line, render_squid_conf
 
 from .objects import Json
 

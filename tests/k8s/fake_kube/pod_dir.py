@@ -8,7 +8,7 @@ from pathlib import Path
 from tests.loopback_squid.conf import SquidConfError, rewrite_squid_conf
 from tests.loopback_squid.host import hand_to_proxy_user
 
-from proxyfleet.common.squid import loopback_egress_lines
+from proxyfleet.common.domain.squid import loopback_egress_lines
 
 from .pod_files import PodFiles
 

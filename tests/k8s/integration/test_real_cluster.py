@@ -43,7 +43,7 @@ from tests.k8s.integration.proxypool_cluster import operator_access
 from tests.pool_operator.harness import OperatorFactory, Pools
 from tests.pool_operator.journey import proxypool_journey
 
-from proxyfleet.common.clock import SystemClock
+from proxyfleet.common.core.clock import SystemClock
 from proxyfleet.common.store import PoolStore, ProxyRegistry
 
 SKIP = skip_reason(os.environ)

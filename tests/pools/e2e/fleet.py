@@ -21,10 +21,10 @@ import redis
 from tests.faults.harness import auth
 from tests.faults.servers import Restartable, stop_group
 
-from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.models import Withheld
-from proxyfleet.common.pool_spec import Owner, PoolSpec
+from proxyfleet.common.core.clock import SystemClock
+from proxyfleet.common.domain.pool_spec import Owner, PoolSpec
 from proxyfleet.common.store import PoolStore, connect_redis
+from proxyfleet.common.wire.models import Withheld
 from proxyfleet.devstack.options import StackOptions
 from proxyfleet.devstack.providers import stop_local_proxies
 from proxyfleet.devstack.servers import free_port

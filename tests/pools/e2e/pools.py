@@ -9,7 +9,7 @@ from typing import Any
 
 from tests.pools.e2e.fleet import PoolFleet
 
-from proxyfleet.common.pool_spec import AutoQuarantine, Autoscale, PoolSpec
+from proxyfleet.common.domain.pool_spec import AutoQuarantine, Autoscale, PoolSpec
 
 MAIN = "main"
 MAIN_SPEC = PoolSpec(provider="local", size=20, max_surge=4, drain_timeout=6)

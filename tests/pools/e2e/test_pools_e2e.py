@@ -28,7 +28,7 @@ from tests.pools.e2e.pools import (
 )
 from tests.pools.e2e.sampler import Sampler
 
-from proxyfleet.common.pool_spec import POOL_LABEL
+from proxyfleet.common.domain.pool_spec import POOL_LABEL
 
 
 def test_killed_squids_and_deleted_members_come_back(fleet: PoolFleet) -> None:

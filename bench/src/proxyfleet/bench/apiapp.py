@@ -35,10 +35,10 @@ from proxyfleet.api.deps import AppDeps, Backends, Connector, open_backends
 from proxyfleet.api.gctune import tune_gc
 from proxyfleet.api.http.auth import Scope
 from proxyfleet.api.settings import ApiSettings
-from proxyfleet.common.clock import Clock, SystemClock
-from proxyfleet.common.logging import configure_logging
+from proxyfleet.common.core.clock import Clock, SystemClock
+from proxyfleet.common.core.settings import CommonSettings
+from proxyfleet.common.observability.logging import configure_logging
 from proxyfleet.common.providers import ProvidersConfig, load_providers_config
-from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import LuaScript, ScriptMux, connect_redis
 
 BENCH_SCRIPT = "return redis.call('INCR', KEYS[1])"

@@ -22,9 +22,9 @@ from proxyfleet.bench.apiserver import PROVIDER, ZONE
 from proxyfleet.bench.env import BenchEnv
 from proxyfleet.bench.figures import Figure
 from proxyfleet.bench.fleet import seed_ready
-from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.egress import Exclusive, network
-from proxyfleet.common.errors import Unavailable
+from proxyfleet.common.core.clock import SystemClock
+from proxyfleet.common.core.errors import Unavailable
+from proxyfleet.common.domain.egress import Exclusive, network
 from proxyfleet.common.store import (
     GrantRequest,
     LeaseStore,

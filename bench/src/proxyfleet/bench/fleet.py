@@ -15,16 +15,16 @@ from typing import Any, cast
 import redis.asyncio as aioredis
 from msgspec.structs import replace
 
-from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.errors import Conflict, NotFound
-from proxyfleet.common.models import Phase, Proxy
-from proxyfleet.common.pool_spec import POOL_LABEL
+from proxyfleet.common.core.clock import SystemClock
+from proxyfleet.common.core.errors import Conflict, NotFound
+from proxyfleet.common.domain.pool_spec import POOL_LABEL
 from proxyfleet.common.store import LeaseStore
 from proxyfleet.common.store.codec import encode_value
 from proxyfleet.common.store.creates import create_args
 from proxyfleet.common.store.fastid import fast_id
 from proxyfleet.common.store.leases import LeasePolicy
 from proxyfleet.common.store.scripts import Scripts
+from proxyfleet.common.wire.models import Phase, Proxy
 
 PIPELINE = 2_000
 DELETED_TTL = 86_400

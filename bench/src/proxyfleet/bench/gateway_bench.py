@@ -28,9 +28,9 @@ from proxyfleet.bench import cpu_ledger
 from proxyfleet.bench.env import BenchEnv
 from proxyfleet.bench.figures import Figure
 from proxyfleet.bench.health_fleet import PROVIDER, SquidPool, fleet_proxies, seed, start_squids
-from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.models import Proxy
+from proxyfleet.common.core.clock import SystemClock
 from proxyfleet.common.store import ProxyRegistry, connect_redis
+from proxyfleet.common.wire.models import Proxy
 from proxyfleet.devstack.servers import free_port, wait_tcp
 
 TOKEN = "bench-gateway-token-" + secrets.token_hex(8)

@@ -18,9 +18,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from proxyfleet.common.models import Phase, Proxy
-from proxyfleet.common.squid import SquidOptions, htpasswd_line, render_squid_conf
+from proxyfleet.common.domain.squid import SquidOptions, htpasswd_line, render_squid_conf
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire.models import Phase, Proxy
 from proxyfleet.devstack.servers import free_port, wait_tcp
 
 SQUID = "/usr/sbin/squid"

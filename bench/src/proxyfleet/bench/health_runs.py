@@ -23,7 +23,7 @@ from proxyfleet.bench.health_proc import (
     rss_mb,
     start_health,
 )
-from proxyfleet.common.clock import SystemClock
+from proxyfleet.common.core.clock import SystemClock
 from proxyfleet.common.store import ProxyRegistry, connect_redis
 
 POLL = 0.1

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 
-from proxyfleet.common import subjects
-from proxyfleet.common.events import Event
-from proxyfleet.common.messaging import event_decoder
+from proxyfleet.common.messaging.jetstream import event_decoder
+from proxyfleet.common.wire import subjects
+from proxyfleet.common.wire.events import Event
 
 
 @dataclass(frozen=True, slots=True)

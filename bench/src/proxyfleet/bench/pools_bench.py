@@ -27,8 +27,8 @@ import redis.asyncio as aioredis
 from proxyfleet.bench.env import BenchEnv
 from proxyfleet.bench.figures import Figure
 from proxyfleet.bench.pools_cpu import cpu_figure, pass_cost
-from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.pool_spec import Owner, PoolSpec
+from proxyfleet.common.core.clock import SystemClock
+from proxyfleet.common.domain.pool_spec import Owner, PoolSpec
 from proxyfleet.common.store import PoolStore, connect_redis
 from proxyfleet.devstack.options import StackOptions
 from proxyfleet.devstack.providers import stop_local_proxies

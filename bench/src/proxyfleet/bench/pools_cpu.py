@@ -21,8 +21,8 @@ import redis.asyncio as aioredis
 
 from proxyfleet.bench.figures import Figure
 from proxyfleet.bench.fleet import seed_ready
-from proxyfleet.common.clock import SystemClock
-from proxyfleet.common.pool_spec import AutoQuarantine, Owner, PoolSpec
+from proxyfleet.common.core.clock import SystemClock
+from proxyfleet.common.domain.pool_spec import AutoQuarantine, Owner, PoolSpec
 from proxyfleet.common.providers import ProvidersConfig, parse_providers_config
 from proxyfleet.common.store import Locks, PoolStore, ProxyRegistry
 from proxyfleet.pools.controller import PoolController

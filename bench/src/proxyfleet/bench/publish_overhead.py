@@ -20,8 +20,8 @@ from pathlib import Path
 import msgspec
 from faststream.nats import NatsBroker
 
-from proxyfleet.common.messaging import connect_nats, ensure_streams
-from proxyfleet.common.models import ProbeResult
+from proxyfleet.common.messaging.jetstream import connect_nats, ensure_streams
+from proxyfleet.common.wire.models import ProbeResult
 from proxyfleet.devstack.servers import start_nats
 
 _BODY = msgspec.json.encode(

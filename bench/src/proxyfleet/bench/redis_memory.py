@@ -20,7 +20,7 @@ from proxyfleet.bench.egress_bench import address_of
 from proxyfleet.bench.env import BenchEnv
 from proxyfleet.bench.figures import Figure
 from proxyfleet.bench.fleet import seed_ready
-from proxyfleet.common.clock import SystemClock
+from proxyfleet.common.core.clock import SystemClock
 from proxyfleet.common.store import GrantRequest, LeaseStore, connect_redis
 from proxyfleet.common.store.egress import EgressStore
 from proxyfleet.common.store.leases import LeasePolicy

@@ -24,13 +24,19 @@ from faststream.nats.annotations import NatsMessage
 from faststream.specification import AsyncAPI
 from pydantic import WithJsonSchema
 
-from proxyfleet.common import subjects
-from proxyfleet.common.events import Event, EventType
-from proxyfleet.common.models import CreateIntent, DeleteIntent, Phase, ProbeResult, ResourceList
 from proxyfleet.common.runner.consumer import IntentBody, subscribe_intents
 from proxyfleet.common.runner.resources import ResourcesReply, subscribe_resources
 from proxyfleet.common.runner.settings import RunnerSettings
-from proxyfleet.common.wire_schema import json_schema
+from proxyfleet.common.wire import subjects
+from proxyfleet.common.wire.events import Event, EventType
+from proxyfleet.common.wire.models import (
+    CreateIntent,
+    DeleteIntent,
+    Phase,
+    ProbeResult,
+    ResourceList,
+)
+from proxyfleet.common.wire.schema import json_schema
 
 COMMAND = "make asyncapi"
 DOCUMENT = Path("docs/asyncapi.yaml")

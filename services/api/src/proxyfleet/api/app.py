@@ -30,7 +30,7 @@ from proxyfleet.api.settings import ApiSettings
 from proxyfleet.api.system.controller import SystemController
 from proxyfleet.api.system.echo import echo_router
 from proxyfleet.api.ui.controller import ui_router
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.observability.logging import get_logger
 
 log = get_logger(__name__)
 

@@ -15,7 +15,7 @@ from proxyfleet.api.providers.service import ProviderCatalog, ProviderService
 from proxyfleet.api.proxies.intents import Messages
 from proxyfleet.api.proxies.service import ProxyService
 from proxyfleet.api.settings import ApiSettings
-from proxyfleet.common.errors import TemporaryError
+from proxyfleet.common.core.errors import TemporaryError
 
 
 @dataclass(frozen=True, slots=True)

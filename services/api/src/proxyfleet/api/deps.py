@@ -10,12 +10,12 @@ from dataclasses import dataclass, field
 from nats.aio.client import Client as NatsClient
 
 from proxyfleet.api.settings import ApiSettings
-from proxyfleet.common.clock import Clock, SystemClock
-from proxyfleet.common.errors import StoreUnavailable
+from proxyfleet.common.core.clock import Clock, SystemClock
+from proxyfleet.common.core.errors import StoreUnavailable
 from proxyfleet.common.host.connect import nats_with_streams, redis_reachable
-from proxyfleet.common.messaging import Publisher
+from proxyfleet.common.messaging.jetstream import Publisher
+from proxyfleet.common.messaging.relay import OutboxRelay
 from proxyfleet.common.providers import ProvidersConfig
-from proxyfleet.common.relay import OutboxRelay
 from proxyfleet.common.store import (
     LeaseStore,
     PoolStore,

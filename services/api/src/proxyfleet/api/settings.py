@@ -6,9 +6,9 @@ import math
 from dataclasses import dataclass, field
 
 from proxyfleet.api.http.forwarded import parse_trusted
-from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.settings import CommonSettings, option
-from proxyfleet.common.tokens import parse_tokens
+from proxyfleet.common.core.errors import ConfigError
+from proxyfleet.common.core.settings import CommonSettings, option
+from proxyfleet.common.domain.tokens import parse_tokens
 
 REFUSAL_WITHOUT_AUTH = (
     "no API token configured: pass --admin-token/--client-token name:secret "

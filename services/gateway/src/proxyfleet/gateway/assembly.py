@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from proxyfleet.common import host
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.relay import OutboxRelay
+from proxyfleet.common.messaging.relay import OutboxRelay
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.store import LeaseStore, PoolStore, ProxyRegistry, ScriptMux
 from proxyfleet.common.store.egress_holds import Exclusivity
 from proxyfleet.common.store.sessions import SessionStore

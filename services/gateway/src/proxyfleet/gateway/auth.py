@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hmac
 
-from proxyfleet.common.tokens import parse_tokens
+from proxyfleet.common.domain.tokens import parse_tokens
 
 
 class TokenBook:

@@ -9,10 +9,10 @@ import msgspec
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 
-from proxyfleet.common import subjects
-from proxyfleet.common.events import EventType
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.messaging import event_decoder
+from proxyfleet.common.messaging.jetstream import event_decoder
+from proxyfleet.common.observability.logging import get_logger
+from proxyfleet.common.wire import subjects
+from proxyfleet.common.wire.events import EventType
 from proxyfleet.gateway.tunnels import Tunnels
 
 log = get_logger(__name__)

@@ -10,13 +10,13 @@ from __future__ import annotations
 import contextlib
 import time
 
-from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import Conflict, NotFound, StoreUnavailable, Unavailable
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.models import LeaseOutcome
+from proxyfleet.common.core.clock import Clock
+from proxyfleet.common.core.errors import Conflict, NotFound, StoreUnavailable, Unavailable
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.store import GrantRequest, LeaseStore, PoolStore, ProxyRegistry
 from proxyfleet.common.store.leases import GrantedProxy
 from proxyfleet.common.store.sessions import SessionLease, SessionStore
+from proxyfleet.common.wire.models import LeaseOutcome
 from proxyfleet.gateway.metrics import GRANT_SECONDS, REPORTS
 from proxyfleet.gateway.settings import GatewaySettings
 from proxyfleet.gateway.tunnels import Hold

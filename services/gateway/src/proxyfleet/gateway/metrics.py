@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from proxyfleet.common.metrics import LATENCY_BUCKETS
+from proxyfleet.common.observability.metrics import LATENCY_BUCKETS
 
 OPEN_TUNNELS = Gauge(
     "proxyfleet_gateway_open_tunnels", "Client connections being relayed to an upstream now."

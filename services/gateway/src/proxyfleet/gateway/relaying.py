@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from proxyfleet.common.errors import Conflict, Unavailable
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.models import LeaseOutcome
+from proxyfleet.common.core.errors import Conflict, Unavailable
+from proxyfleet.common.observability.logging import get_logger
+from proxyfleet.common.wire.models import LeaseOutcome
 from proxyfleet.gateway import framing, wire
 from proxyfleet.gateway.exchange import Cut, Exchange, NoResponse
 from proxyfleet.gateway.forward import ids, upstream_head, with_ids

@@ -11,8 +11,8 @@ from __future__ import annotations
 import asyncio
 from dataclasses import replace
 
-from proxyfleet.common.errors import Conflict, StoreUnavailable, Unavailable
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.core.errors import Conflict, StoreUnavailable, Unavailable
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.gateway import framing, wire
 from proxyfleet.gateway.auth import TokenBook

@@ -5,10 +5,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.settings import option
+from proxyfleet.common.core.errors import ConfigError
+from proxyfleet.common.core.settings import option
+from proxyfleet.common.domain.tokens import parse_tokens
 from proxyfleet.common.store.leases import LeasePolicy
-from proxyfleet.common.tokens import parse_tokens
 from proxyfleet.gateway.username import MAX_SESSTIME_MINUTES
 
 

@@ -7,8 +7,8 @@ import asyncio
 import contextlib
 import time
 
-from proxyfleet.common.errors import StoreUnavailable
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.core.errors import StoreUnavailable
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.store import LeaseStore
 from proxyfleet.gateway.leasing import Leaser
 from proxyfleet.gateway.settings import GatewaySettings

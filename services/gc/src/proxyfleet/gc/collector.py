@@ -14,14 +14,14 @@ import msgspec
 import nats.errors
 from nats.aio.client import Client as NatsClient
 
-from proxyfleet.common import subjects
-from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import StoreUnavailable
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.messaging import Publisher
-from proxyfleet.common.models import ResourceList
-from proxyfleet.common.replica import replica_name
+from proxyfleet.common.core.clock import Clock
+from proxyfleet.common.core.errors import StoreUnavailable
+from proxyfleet.common.messaging.jetstream import Publisher
+from proxyfleet.common.observability.logging import get_logger
+from proxyfleet.common.observability.replica import replica_name
 from proxyfleet.common.store import InstallationMarker, ProxyRegistry
+from proxyfleet.common.wire import subjects
+from proxyfleet.common.wire.models import ResourceList
 from proxyfleet.gc import metrics
 from proxyfleet.gc.lead import Leadership
 from proxyfleet.gc.plan import Deletion, Refusal, plan_deletions, refusal

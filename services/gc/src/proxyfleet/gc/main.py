@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from proxyfleet.common import host
-from proxyfleet.common.messaging import Publisher
+from proxyfleet.common.messaging.jetstream import Publisher
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.gc.collector import Collector
 from proxyfleet.gc.once import OneRound

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.gc.collector import Collector
 
 _log = get_logger("proxyfleet.gc")

@@ -9,8 +9,8 @@ import math
 from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 
-from proxyfleet.common.adoption import survived_reset
-from proxyfleet.common.models import ManagedResource, Phase, Proxy
+from proxyfleet.common.domain.adoption import survived_reset
+from proxyfleet.common.wire.models import ManagedResource, Phase, Proxy
 
 
 class Why(enum.StrEnum):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.core.errors import ConfigError
 
 ONCE_CONNECT_TIMEOUT = 10.0
 """With --once, give up (exit 1) when NATS cannot be reached this long; a service waits."""

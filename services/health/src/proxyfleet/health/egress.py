@@ -1,5 +1,5 @@
 """What a probe does to its proxy's exit address: the hysteresis step (pure, in
-proxyfleet.common.egress), the require_ip gate on readiness, the unknown-address metric,
+proxyfleet.common.domain.egress), the require_ip gate on readiness, the unknown-address metric,
 and the egress script's write when a new address is confirmed (rare: the common probe,
 address unchanged, adds nothing to the probe's one streak write)."""
 
@@ -8,12 +8,12 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import Any
 
-from proxyfleet.common.egress import EgressStep, decide_egress
-from proxyfleet.common.errors import Conflict, NotFound
-from proxyfleet.common.lifecycle import ProbeDecision
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.models import Phase, Proxy
+from proxyfleet.common.core.errors import Conflict, NotFound
+from proxyfleet.common.domain.egress import EgressStep, decide_egress
+from proxyfleet.common.domain.lifecycle import ProbeDecision
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.store.egress import AddressCounts, EgressStore
+from proxyfleet.common.wire.models import Phase, Proxy
 from proxyfleet.health import metrics
 from proxyfleet.health.prober import Outcome
 from proxyfleet.health.settings import HealthSettings

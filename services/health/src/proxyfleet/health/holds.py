@@ -4,10 +4,10 @@ likelier cause; `lifecycle.may_fail_unhealthy`)."""
 
 from __future__ import annotations
 
-from proxyfleet.common.lifecycle import may_fail_unhealthy
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.models import Phase
+from proxyfleet.common.domain.lifecycle import may_fail_unhealthy
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire.models import Phase
 from proxyfleet.health import metrics
 
 log = get_logger("proxyfleet.health.worker")

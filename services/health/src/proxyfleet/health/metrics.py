@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from proxyfleet.common.metrics import LATENCY_BUCKETS
-from proxyfleet.common.models import Phase
+from proxyfleet.common.observability.metrics import LATENCY_BUCKETS
+from proxyfleet.common.wire.models import Phase
 from proxyfleet.health.probe import FailureKind
 from proxyfleet.health.prober import ERROR, INVALID, MISSING, OK
 

@@ -9,9 +9,9 @@ import ssl
 import time
 from dataclasses import dataclass
 
-from proxyfleet.common import egress
-from proxyfleet.common.clock import Clock
-from proxyfleet.common.models import ProbeResult, Proxy
+from proxyfleet.common.core.clock import Clock
+from proxyfleet.common.domain import egress
+from proxyfleet.common.wire.models import ProbeResult, Proxy
 from proxyfleet.health import probe
 from proxyfleet.health.conn import ProbeConnection
 from proxyfleet.health.probe import FailureKind, ProbeFailure, Target

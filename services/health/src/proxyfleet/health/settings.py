@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.lifecycle import Hysteresis
-from proxyfleet.common.settings import CommonSettings, option
+from proxyfleet.common.core.errors import ConfigError
+from proxyfleet.common.core.settings import CommonSettings, option
+from proxyfleet.common.domain.lifecycle import Hysteresis
 from proxyfleet.health.loops import LOOPS
 from proxyfleet.health.probe import Target, parse_target
 from proxyfleet.health.tls import ProbeTlsContext, make_ssl_context

@@ -15,7 +15,7 @@ import ssl
 import time
 from collections.abc import Callable
 
-from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.core.errors import ConfigError
 
 
 class ProbeTlsContext(ssl.SSLContext):

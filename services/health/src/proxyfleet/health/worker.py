@@ -39,16 +39,16 @@ import msgspec
 import nats.errors
 from nats.aio.client import Client as NatsClient
 
-from proxyfleet.common import subjects
-from proxyfleet.common.clock import Clock
-from proxyfleet.common.egress import EgressStep
-from proxyfleet.common.errors import StoreUnavailable
-from proxyfleet.common.lifecycle import ProbeDecision, decide_after_probe
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.models import Phase, ProbeResult, Proxy
-from proxyfleet.common.relay import OutboxRelay
+from proxyfleet.common.core.clock import Clock
+from proxyfleet.common.core.errors import StoreUnavailable
+from proxyfleet.common.domain.egress import EgressStep
+from proxyfleet.common.domain.lifecycle import ProbeDecision, decide_after_probe
+from proxyfleet.common.messaging.relay import OutboxRelay
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.common.store.egress import EgressStore
+from proxyfleet.common.wire import subjects
+from proxyfleet.common.wire.models import Phase, ProbeResult, Proxy
 from proxyfleet.health import metrics
 from proxyfleet.health.egress import EgressRecorder
 from proxyfleet.health.holds import TimeoutHolds

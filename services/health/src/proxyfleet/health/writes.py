@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from proxyfleet.common.egress import EgressStep
-from proxyfleet.common.errors import Conflict, NotFound
-from proxyfleet.common.lifecycle import ProbeDecision
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.models import Phase, ProbeResult, Proxy
+from proxyfleet.common.core.errors import Conflict, NotFound
+from proxyfleet.common.domain.egress import EgressStep
+from proxyfleet.common.domain.lifecycle import ProbeDecision
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.store import ProxyRegistry, TransitionResult
+from proxyfleet.common.wire.models import Phase, ProbeResult, Proxy
 from proxyfleet.health import metrics
 
 log = get_logger("proxyfleet.health.worker")

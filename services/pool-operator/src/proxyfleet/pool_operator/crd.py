@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from proxyfleet.common.pool_spec import PoolName, PoolSpec
+from proxyfleet.common.domain.pool_spec import PoolName, PoolSpec
 from proxyfleet.pool_operator.openapi import structural
 from proxyfleet.pool_operator.status import ProxyPoolStatus
 

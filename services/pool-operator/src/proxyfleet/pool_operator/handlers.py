@@ -21,7 +21,7 @@ from typing import Any
 
 import kopf
 
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.pool_operator import crd
 from proxyfleet.pool_operator.kube import load_access
 from proxyfleet.pool_operator.reconcile import Outcome, Reconciler

@@ -13,7 +13,7 @@ import kopf
 import urllib3
 from kubernetes import client, config
 
-from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.core.errors import ConfigError
 from proxyfleet.pool_operator import crd
 from proxyfleet.pool_operator.settings import PoolOperatorSettings
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import kopf
 
 from proxyfleet.common import host
+from proxyfleet.common.core.settings import CommonSettings
 from proxyfleet.common.providers import ProvidersConfig
-from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import PoolStore
 from proxyfleet.pool_operator.handlers import register
 from proxyfleet.pool_operator.kube import load_access

@@ -22,7 +22,7 @@ from typing import Any
 import kopf
 
 from proxyfleet.common.host import Check
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.pool_operator.kube import Access, crd_missing, namespaces
 from proxyfleet.pool_operator.settings import PoolOperatorSettings
 

@@ -12,9 +12,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import Conflict, NotFound
-from proxyfleet.common.pool_spec import Owner, PoolRecord, PoolSpec, SpecProblem
+from proxyfleet.common.core.clock import Clock
+from proxyfleet.common.core.errors import Conflict, NotFound
+from proxyfleet.common.domain.pool_spec import Owner, PoolRecord, PoolSpec, SpecProblem
 from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.common.store import PoolOwned, PoolStore
 from proxyfleet.pool_operator.spec import owner_ref, read_spec

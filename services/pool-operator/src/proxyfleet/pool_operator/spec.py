@@ -9,10 +9,10 @@ from typing import Any
 
 import msgspec
 
-from proxyfleet.common.pool_checks import pool_problem
-from proxyfleet.common.pool_spec import PoolName, PoolSpec, SpecProblem
+from proxyfleet.common.domain.pool_spec import PoolName, PoolSpec, SpecProblem
+from proxyfleet.common.domain.strict_yaml import located
 from proxyfleet.common.providers import ProvidersConfig
-from proxyfleet.common.strict_yaml import located
+from proxyfleet.common.providers.pool_checks import pool_problem
 
 
 def owner_ref(namespace: str, name: str) -> str:

@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from proxyfleet.common.pool_spec import POOL_LABEL, Condition, PoolRecord
+from proxyfleet.common.domain.pool_spec import POOL_LABEL, Condition, PoolRecord
 
 READY = "Ready"
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from proxyfleet.common.pool_spec import Autoscale, AutoscaleInputs, Decision
+from proxyfleet.common.domain.pool_spec import Autoscale, AutoscaleInputs, Decision
 
 
 @dataclass(frozen=True, slots=True)

@@ -3,7 +3,7 @@ pass, and `since` kept from the last status while it does not change. Pure."""
 
 from __future__ import annotations
 
-from proxyfleet.common.pool_spec import Condition, PoolStatus
+from proxyfleet.common.domain.pool_spec import Condition, PoolStatus
 from proxyfleet.pools.view import PoolView
 
 READY = "Ready"

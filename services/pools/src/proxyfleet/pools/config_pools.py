@@ -5,9 +5,9 @@ same name declared elsewhere is left alone, and said so once."""
 
 from __future__ import annotations
 
-from proxyfleet.common.errors import Conflict
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.pool_spec import Owner, PoolSpec
+from proxyfleet.common.core.errors import Conflict
+from proxyfleet.common.domain.pool_spec import Owner, PoolSpec
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.store import PoolOwned, PoolStore
 
 log = get_logger("proxyfleet.pools")

@@ -16,15 +16,15 @@ from collections import defaultdict
 
 import msgspec
 
-from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import Conflict, NotFound, StoreUnavailable
-from proxyfleet.common.events import EventData, EventType
-from proxyfleet.common.lifecycle import pending_proxy
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.models import Phase, Proxy, Withheld
-from proxyfleet.common.pool_spec import POOL_LABEL, PoolRecord
+from proxyfleet.common.core.clock import Clock
+from proxyfleet.common.core.errors import Conflict, NotFound, StoreUnavailable
+from proxyfleet.common.domain.lifecycle import pending_proxy
+from proxyfleet.common.domain.pool_spec import POOL_LABEL, PoolRecord
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.common.store import Fence, FencedOut, Locks, PoolStore, ProxyRegistry
+from proxyfleet.common.wire.events import EventData, EventType
+from proxyfleet.common.wire.models import Phase, Proxy, Withheld
 from proxyfleet.pools import metrics
 from proxyfleet.pools.config_pools import ConfigPools
 from proxyfleet.pools.plan import plan

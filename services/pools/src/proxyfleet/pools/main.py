@@ -4,8 +4,8 @@ autoscale, quarantine), one active replica per pool."""
 from __future__ import annotations
 
 from proxyfleet.common import host
-from proxyfleet.common.relay import OutboxRelay
-from proxyfleet.common.replica import replica_name
+from proxyfleet.common.messaging.relay import OutboxRelay
+from proxyfleet.common.observability.replica import replica_name
 from proxyfleet.common.store import Locks, PoolStore, ProxyRegistry
 from proxyfleet.pools.config_pools import ConfigPools
 from proxyfleet.pools.controller import PoolController

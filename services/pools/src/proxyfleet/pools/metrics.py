@@ -6,7 +6,7 @@ import contextlib
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from proxyfleet.common.pool_spec import PoolStatus
+from proxyfleet.common.domain.pool_spec import PoolStatus
 
 POOL_MEMBERS = Gauge(
     "proxyfleet_pool_members",

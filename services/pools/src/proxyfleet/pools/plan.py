@@ -23,8 +23,8 @@ import zlib
 from collections import Counter
 from collections.abc import Iterable
 
-from proxyfleet.common.models import Phase, Withheld
-from proxyfleet.common.pool_spec import AutoscaleInputs, PoolSpec, PoolStatus
+from proxyfleet.common.domain.pool_spec import AutoscaleInputs, PoolSpec, PoolStatus
+from proxyfleet.common.wire.models import Phase, Withheld
 from proxyfleet.pools import conditions
 from proxyfleet.pools.autoscale import scale
 from proxyfleet.pools.spread import place

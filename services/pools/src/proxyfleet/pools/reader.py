@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from proxyfleet.common.models import Phase, Withheld
-from proxyfleet.common.pool_spec import PoolRecord
+from proxyfleet.common.domain.pool_spec import PoolRecord
 from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.common.store import PoolStore, ProxyRegistry
+from proxyfleet.common.wire.models import Phase, Withheld
 from proxyfleet.pools.spread import FAILURE_WINDOW, pause_until
 from proxyfleet.pools.view import Member, PoolView, ProviderRoom
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from proxyfleet.common.models import Phase, Withheld
-from proxyfleet.common.pool_spec import Condition, Decision, PoolSpec, PoolStatus
+from proxyfleet.common.domain.pool_spec import Condition, Decision, PoolSpec, PoolStatus
+from proxyfleet.common.wire.models import Phase, Withheld
 
 STARTING = frozenset({Phase.PENDING, Phase.PROVISIONING, Phase.BOOTING})
 GONE = frozenset({Phase.DELETING, Phase.DELETED, Phase.FAILED})

@@ -13,17 +13,17 @@ from __future__ import annotations
 
 import asyncio
 
-from proxyfleet.common.clock import Clock, SystemClock
-from proxyfleet.common.cloud_init import CloudInitSpec, render_user_data
-from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.models import ManagedResource, Provisioned, ProxySpec
+from proxyfleet.common.core.clock import Clock, SystemClock
+from proxyfleet.common.core.errors import PermanentProviderError, TemporaryProviderError
+from proxyfleet.common.domain.cloud_init import CloudInitSpec, render_user_data
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.runner.failures import (
     ClassifiedPermanentError,
     ClassifiedTemporaryError,
     Kind,
     failure_kind,
 )
+from proxyfleet.common.wire.models import ManagedResource, Provisioned, ProxySpec
 from proxyfleet.provisioner_gcp.calls import Compute
 from proxyfleet.provisioner_gcp.instances import Firewall, Images, Instances, InstanceView
 from proxyfleet.provisioner_gcp.metrics import ZONE_ERRORS

@@ -21,9 +21,9 @@ from google.auth.credentials import AnonymousCredentials, Credentials
 from google.cloud import compute_v1
 from google.oauth2 import service_account
 
-from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.core.clock import Clock
+from proxyfleet.common.core.errors import ConfigError
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.runner.blocking import BlockingCalls, CallReport
 from proxyfleet.common.runner.failures import (
     Classified,

@@ -13,8 +13,8 @@ from typing import Any
 
 from google.cloud import compute_v1
 
-from proxyfleet.common.clock import Clock
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.core.clock import Clock
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.runner.failures import ClassifiedPermanentError, ResourceMissing
 from proxyfleet.provisioner_gcp.calls import Compute, is_already_exists
 from proxyfleet.provisioner_gcp.pure import names

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from prometheus_client import Counter, Gauge, Histogram
 
-from proxyfleet.common.metrics import LATENCY_BUCKETS
+from proxyfleet.common.observability.metrics import LATENCY_BUCKETS
 from proxyfleet.common.runner.blocking import CallMetrics
 
 API = CallMetrics(

@@ -17,9 +17,9 @@ from typing import Any
 
 from google.cloud import compute_v1
 
-from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import ProviderError
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.core.clock import Clock
+from proxyfleet.common.core.errors import ProviderError
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.runner.failures import ResourceMissing
 from proxyfleet.provisioner_gcp.calls import Compute
 from proxyfleet.provisioner_gcp.instances import Firewall, InstanceView

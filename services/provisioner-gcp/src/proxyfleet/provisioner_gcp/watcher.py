@@ -3,8 +3,8 @@ intent, queued by the same transition, removes what is left). One listing per in
 
 from __future__ import annotations
 
-from proxyfleet.common.errors import ProviderError, StoreUnavailable
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.core.errors import ProviderError, StoreUnavailable
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.runner.lost import Lost, Running
 from proxyfleet.common.runner.lost_watcher import LostResourceWatcher
 from proxyfleet.provisioner_gcp.adapter import GcpProvider

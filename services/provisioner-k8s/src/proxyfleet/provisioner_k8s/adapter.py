@@ -14,11 +14,15 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Collection
 
-from proxyfleet.common.clock import Clock, SystemClock
-from proxyfleet.common.errors import ConfigError, PermanentProviderError, TemporaryProviderError
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.models import ManagedResource, Provisioned, ProxySpec
-from proxyfleet.common.squid import htpasswd_line
+from proxyfleet.common.core.clock import Clock, SystemClock
+from proxyfleet.common.core.errors import (
+    ConfigError,
+    PermanentProviderError,
+    TemporaryProviderError,
+)
+from proxyfleet.common.domain.squid import htpasswd_line
+from proxyfleet.common.observability.logging import get_logger
+from proxyfleet.common.wire.models import ManagedResource, Provisioned, ProxySpec
 from proxyfleet.provisioner_k8s.calls import Json, Kube, load_configuration
 from proxyfleet.provisioner_k8s.objects import Objects, owned_by
 from proxyfleet.provisioner_k8s.podwatch import PodWatch

@@ -18,8 +18,8 @@ import urllib3
 from kubernetes import client, config
 from kubernetes.client.exceptions import ApiException, OpenApiException
 
-from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.core.errors import ConfigError
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.runner.blocking import BlockingCalls, CallReport
 from proxyfleet.common.runner.failures import Classified, Classifier, Kind, row
 from proxyfleet.provisioner_k8s.metrics import API

@@ -16,8 +16,8 @@ from typing import Any
 
 from kubernetes import client
 
-from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.core.errors import PermanentProviderError, TemporaryProviderError
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.runner.failures import (
     ClassifiedPermanentError,
     Kind,

@@ -20,9 +20,9 @@ from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import ProviderError, TemporaryProviderError
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.core.clock import Clock
+from proxyfleet.common.core.errors import ProviderError, TemporaryProviderError
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.runner.failures import Kind, failure_kind
 from proxyfleet.provisioner_k8s.calls import Json, Kube
 from proxyfleet.provisioner_k8s.metrics import WATCH_EVENTS, WATCH_RESTARTS

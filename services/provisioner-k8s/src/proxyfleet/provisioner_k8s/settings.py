@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.core.errors import ConfigError
+from proxyfleet.common.core.settings import option
 from proxyfleet.common.runner import RunnerSettings
-from proxyfleet.common.settings import option
 
 
 @dataclass(frozen=True, slots=True)

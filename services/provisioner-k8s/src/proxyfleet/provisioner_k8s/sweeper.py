@@ -10,9 +10,9 @@ in between once the minimum age was short)."""
 
 from __future__ import annotations
 
-from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import ProviderError
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.core.clock import Clock
+from proxyfleet.common.core.errors import ProviderError
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.provisioner_k8s.metrics import SWEPT
 from proxyfleet.provisioner_k8s.objects import Objects
 from proxyfleet.provisioner_k8s.pure.sweep import Leftover, leftover, orphans

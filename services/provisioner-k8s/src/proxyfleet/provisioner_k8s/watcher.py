@@ -5,8 +5,8 @@ and every `interval` seconds as a safety net."""
 
 from __future__ import annotations
 
-from proxyfleet.common.errors import ProviderError, StoreUnavailable
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.core.errors import ProviderError, StoreUnavailable
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.runner.lost import Lost, Running
 from proxyfleet.common.runner.lost_watcher import LostResourceWatcher
 from proxyfleet.common.store import ProxyRegistry

@@ -16,19 +16,19 @@ import time
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
-from proxyfleet.common.clock import Clock, SystemClock
-from proxyfleet.common.cloud_init import (
-    CloudInitSpec,
-    render_meta_data,
-    render_user_data,
-)
-from proxyfleet.common.errors import (
+from proxyfleet.common.core.clock import Clock, SystemClock
+from proxyfleet.common.core.errors import (
     PermanentProviderError,
     ProviderError,
     TemporaryProviderError,
 )
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.models import ManagedResource, Provisioned, ProxySpec
+from proxyfleet.common.domain.cloud_init import (
+    CloudInitSpec,
+    render_meta_data,
+    render_user_data,
+)
+from proxyfleet.common.observability.logging import get_logger
+from proxyfleet.common.wire.models import ManagedResource, Provisioned, ProxySpec
 from proxyfleet.provisioner_kvm.coordination import (
     LocalPins,
     LocalUploads,

@@ -12,7 +12,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager
 from typing import Protocol
 
-from proxyfleet.common.clock import Clock
+from proxyfleet.common.core.clock import Clock
 
 PIN_TTL = 3600.0
 """Seconds a pin lasts after the last attempt that built on its host. Above a create's

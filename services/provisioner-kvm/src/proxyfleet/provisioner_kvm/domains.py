@@ -7,9 +7,9 @@ from dataclasses import dataclass
 
 import libvirt
 
-from proxyfleet.common.errors import ProviderError
-from proxyfleet.common.models import ProxySpec
+from proxyfleet.common.core.errors import ProviderError
 from proxyfleet.common.runner.failures import ResourceMissing
+from proxyfleet.common.wire.models import ProxySpec
 from proxyfleet.provisioner_kvm.host import HostSession
 from proxyfleet.provisioner_kvm.pure.addresses import address_from_agent, address_from_leases
 from proxyfleet.provisioner_kvm.pure.domain_xml import (

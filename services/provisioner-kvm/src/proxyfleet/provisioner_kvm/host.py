@@ -12,8 +12,8 @@ from typing import Any, Protocol, TypeVar
 
 import libvirt
 
-from proxyfleet.common.errors import ProviderError, TemporaryProviderError
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.core.errors import ProviderError, TemporaryProviderError
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.runner.failures import Kind, failure_kind
 from proxyfleet.provisioner_kvm.libvirt_calls import LibvirtCalls
 from proxyfleet.provisioner_kvm.metrics import SSH_CONNECTS

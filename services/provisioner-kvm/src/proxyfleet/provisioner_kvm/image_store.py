@@ -11,8 +11,8 @@ from urllib.parse import unquote, urlsplit
 
 import httpx
 
-from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.core.errors import PermanentProviderError, TemporaryProviderError
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.provisioner_kvm.metrics import DOWNLOAD_BYTES
 from proxyfleet.provisioner_kvm.pure.names import base_volume_name
 from proxyfleet.provisioner_kvm.pure.placement import ImageRef

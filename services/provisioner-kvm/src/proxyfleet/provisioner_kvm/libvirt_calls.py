@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 
 import libvirt
 
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.runner.blocking import BlockingCalls, CallReport
 from proxyfleet.common.runner.failures import Classified, Classifier, Kind, row
 from proxyfleet.provisioner_kvm.metrics import LIBVIRT

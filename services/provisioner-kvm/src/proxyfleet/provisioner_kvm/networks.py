@@ -4,8 +4,8 @@ operator learns before health flags the shared address (docs/egress.md)."""
 
 from __future__ import annotations
 
-from proxyfleet.common.errors import ProviderError
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.core.errors import ProviderError
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.provisioner_kvm.host import HostSession
 from proxyfleet.provisioner_kvm.metrics import NETWORK_SHARED_EGRESS
 from proxyfleet.provisioner_kvm.pure.network_egress import NetworkEgress, network_egress

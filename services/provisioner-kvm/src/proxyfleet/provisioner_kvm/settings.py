@@ -6,8 +6,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from proxyfleet.common.core.settings import option
 from proxyfleet.common.runner import RunnerSettings
-from proxyfleet.common.settings import option
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,9 +12,9 @@ import secrets
 import time
 from collections.abc import AsyncIterator, Iterator
 
-from proxyfleet.common.errors import StoreUnavailable, TemporaryProviderError
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.replica import replica_name
+from proxyfleet.common.core.errors import StoreUnavailable, TemporaryProviderError
+from proxyfleet.common.observability.logging import get_logger
+from proxyfleet.common.observability.replica import replica_name
 from proxyfleet.common.store import Locks, Pins
 from proxyfleet.provisioner_kvm.coordination import PIN_TTL, Fence
 

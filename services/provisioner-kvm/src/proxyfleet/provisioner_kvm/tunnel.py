@@ -17,8 +17,8 @@ from pathlib import Path
 
 import asyncssh
 
-from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.core.errors import PermanentProviderError, TemporaryProviderError
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.provisioner_kvm.pure.config import KvmHost
 
 log = get_logger("proxyfleet.kvm.tunnel")

@@ -11,7 +11,7 @@ from typing import BinaryIO
 
 import libvirt
 
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.runner.failures import ResourceMissing
 from proxyfleet.provisioner_kvm.coordination import Fence, UploadLocks
 from proxyfleet.provisioner_kvm.host import HostSession

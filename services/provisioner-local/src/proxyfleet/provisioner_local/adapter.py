@@ -10,14 +10,14 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import TypeVar
 
-from proxyfleet.common.errors import (
+from proxyfleet.common.core.errors import (
     ConfigError,
     PermanentProviderError,
     ProviderError,
     TemporaryProviderError,
 )
-from proxyfleet.common.ids import new_id
-from proxyfleet.common.models import ManagedResource, Provisioned, ProxySpec
+from proxyfleet.common.core.ids import new_id
+from proxyfleet.common.wire.models import ManagedResource, Provisioned, ProxySpec
 from proxyfleet.provisioner_local.options import LocalOptions
 from proxyfleet.provisioner_local.proxies import LocalProxies
 from proxyfleet.provisioner_local.pure.config import LocalSettings

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import msgspec
 
-from proxyfleet.common.squid import SquidOptions, render_squid_conf
+from proxyfleet.common.domain.squid import SquidOptions, render_squid_conf
 from proxyfleet.provisioner_local.layout import ProxyFolder
 from proxyfleet.provisioner_local.marker import Engine
 from proxyfleet.provisioner_local.pure import egress_addresses as local_egress

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import msgspec
 
-from proxyfleet.common.models import ProxySpec
+from proxyfleet.common.wire.models import ProxySpec
 from proxyfleet.provisioner_local.layout import ProxyFolder
 from proxyfleet.provisioner_local.marker import (
     Credentials,

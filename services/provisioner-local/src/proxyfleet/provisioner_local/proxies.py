@@ -10,11 +10,11 @@ import time
 
 import msgspec
 
-from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
-from proxyfleet.common.ids import resource_name
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.models import ManagedResource, Provisioned, ProxySpec
-from proxyfleet.common.squid import htpasswd_line
+from proxyfleet.common.core.errors import PermanentProviderError, TemporaryProviderError
+from proxyfleet.common.core.ids import resource_name
+from proxyfleet.common.domain.squid import htpasswd_line
+from proxyfleet.common.observability.logging import get_logger
+from proxyfleet.common.wire.models import ManagedResource, Provisioned, ProxySpec
 from proxyfleet.provisioner_local import commands
 from proxyfleet.provisioner_local.files import (
     Owner,

@@ -7,9 +7,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import ProviderError
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.core.clock import Clock
+from proxyfleet.common.core.errors import ProviderError
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.provisioner_local import metrics
 from proxyfleet.provisioner_local.adapter import LocalProvider
 from proxyfleet.provisioner_local.restarts import RestartBook, RestartPolicy, Verdict

@@ -13,14 +13,14 @@ from typing import Any, NoReturn, TypeVar
 
 import click
 
-from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.core.errors import ConfigError
+from proxyfleet.common.core.settings import CommonSettings
 from proxyfleet.common.host import runtime
 from proxyfleet.common.host.options import OptionSpec, default_text, options_for, split_list
 from proxyfleet.common.host.spec import Service
-from proxyfleet.common.logging import configure_logging
-from proxyfleet.common.pool_checks import check_config_pools
+from proxyfleet.common.observability.logging import configure_logging
 from proxyfleet.common.providers import load_providers_config
-from proxyfleet.common.settings import CommonSettings
+from proxyfleet.common.providers.pool_checks import check_config_pools
 
 S = TypeVar("S")
 

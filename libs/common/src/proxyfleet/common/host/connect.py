@@ -12,10 +12,10 @@ import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
 from redis.exceptions import AuthenticationError
 
-from proxyfleet.common.errors import ConfigError, MessagingUnavailable, StoreUnavailable
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.messaging import connect_nats, ensure_streams, messaging_outage
-from proxyfleet.common.metrics import RETRIES
+from proxyfleet.common.core.errors import ConfigError, MessagingUnavailable, StoreUnavailable
+from proxyfleet.common.messaging.jetstream import connect_nats, ensure_streams, messaging_outage
+from proxyfleet.common.observability.logging import get_logger
+from proxyfleet.common.observability.metrics import RETRIES
 from proxyfleet.common.store.outage import OUTAGES, unavailable
 
 T = TypeVar("T")

@@ -7,10 +7,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from proxyfleet.common.core.settings import CommonSettings
 from proxyfleet.common.host.command import all_options
 from proxyfleet.common.host.options import OptionSpec, default_text
 from proxyfleet.common.host.spec import Service
-from proxyfleet.common.settings import CommonSettings
 
 BEGIN = "<!-- settings tables: generated from the settings dataclasses -->"
 END = "<!-- end of the settings tables -->"

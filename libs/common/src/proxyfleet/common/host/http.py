@@ -8,8 +8,8 @@ import inspect
 from collections.abc import Mapping
 
 from proxyfleet.common.host.spec import Check, ReadyCheck
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.metrics import render_metrics
+from proxyfleet.common.observability.logging import get_logger
+from proxyfleet.common.observability.metrics import render_metrics
 
 log = get_logger("proxyfleet.host")
 

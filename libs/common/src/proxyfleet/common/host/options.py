@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Any, Literal
 
-from proxyfleet.common.settings import OPTION, CommonSettings, OptionMeta
+from proxyfleet.common.core.settings import OPTION, CommonSettings, OptionMeta
 
 ENV_PREFIX = "PROXYFLEET_"
 

@@ -16,15 +16,15 @@ import redis.asyncio as aioredis
 import redis.exceptions
 from nats.aio.client import Client as NatsClient
 
-from proxyfleet.common.clock import Clock, SystemClock
-from proxyfleet.common.errors import ConfigError, MessagingUnavailable
+from proxyfleet.common.core.clock import Clock, SystemClock
+from proxyfleet.common.core.errors import ConfigError, MessagingUnavailable
+from proxyfleet.common.core.settings import CommonSettings
 from proxyfleet.common.host.connect import nats_with_streams, redis_reachable
 from proxyfleet.common.host.files import open_file_limit, raise_open_files
 from proxyfleet.common.host.http import serve_health_and_metrics
 from proxyfleet.common.host.spec import Context, Parts, ReadyCheck, Service
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.providers import ProvidersConfig
-from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import connect_redis
 
 T = TypeVar("T")

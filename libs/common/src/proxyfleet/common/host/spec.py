@@ -11,12 +11,12 @@ from typing import Any, Generic, TypeVar
 import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
 
-from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import StoreUnavailable
+from proxyfleet.common.core.clock import Clock
+from proxyfleet.common.core.errors import StoreUnavailable
+from proxyfleet.common.core.settings import CommonSettings
 from proxyfleet.common.host.files import open_file_limit
+from proxyfleet.common.messaging.relay import OutboxRelay
 from proxyfleet.common.providers import ProvidersConfig
-from proxyfleet.common.relay import OutboxRelay
-from proxyfleet.common.settings import CommonSettings
 
 S = TypeVar("S")
 

@@ -11,7 +11,7 @@ from typing import Annotated
 
 import msgspec
 
-from proxyfleet.common.egress import EgressSettings
+from proxyfleet.common.domain.egress import EgressSettings
 
 Name = Annotated[str, msgspec.Meta(pattern=r"^[a-z][a-z0-9-]{0,30}$")]
 Zone = Annotated[str, msgspec.Meta(pattern=r"^[a-z0-9][a-z0-9-]{0,62}$")]

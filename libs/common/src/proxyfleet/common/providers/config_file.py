@@ -16,9 +16,9 @@ from typing import Any, TypeVar, Union, overload
 import msgspec
 import yaml
 
-from proxyfleet.common import strict_yaml
-from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.pool_spec import PoolName, PoolSpec, parse_pools
+from proxyfleet.common.core.errors import ConfigError
+from proxyfleet.common.domain import strict_yaml
+from proxyfleet.common.domain.pool_spec import PoolName, PoolSpec, parse_pools
 from proxyfleet.common.providers.config import ProviderConfig, type_name
 from proxyfleet.common.providers.provider_type import ProviderType
 from proxyfleet.common.providers.registry import ENTRY_POINT_GROUP, provider_types

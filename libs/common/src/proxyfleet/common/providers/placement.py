@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Protocol
 
-from proxyfleet.common.errors import InvalidInput
+from proxyfleet.common.core.errors import InvalidInput
 from proxyfleet.common.providers.config import ProviderConfig
 
 INVALID_PLACEMENT = "invalid_placement"

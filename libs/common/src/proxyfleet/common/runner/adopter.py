@@ -6,7 +6,7 @@ which resources outlived their entries). Every adopt interval, and every pass wh
 marker is younger than that (a reset just happened: every replica and provider heals at
 once, whichever wrote the marker), it lists the provider's resources, which costs a call
 per VM on some providers, and registers
-again each one that survived a reset (`proxyfleet.common.adoption`): booting when its
+again each one that survived a reset (`proxyfleet.common.domain.adoption`): booting when its
 address is known, so health probes it and a good probe makes it ready; provisioning
 otherwise, so the runner's create adopts it and finds the address. An adopted proxy is
 not granted for `adopt_hold` seconds: its leases were lost with the store, but their
@@ -18,12 +18,12 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from proxyfleet.common.adoption import adopted_proxy, plan_adoptions
-from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import MessagingUnavailable, ProviderError, StoreUnavailable
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.metrics import ADOPTIONS
-from proxyfleet.common.provider import Provider
+from proxyfleet.common.core.clock import Clock
+from proxyfleet.common.core.errors import MessagingUnavailable, ProviderError, StoreUnavailable
+from proxyfleet.common.domain.adoption import adopted_proxy, plan_adoptions
+from proxyfleet.common.observability.logging import get_logger
+from proxyfleet.common.observability.metrics import ADOPTIONS
+from proxyfleet.common.providers.port import Provider
 from proxyfleet.common.runner.calls import timed_call
 from proxyfleet.common.runner.settings import RunnerSettings
 from proxyfleet.common.store.registry import ProxyRegistry

@@ -7,8 +7,8 @@ import time
 from collections.abc import Awaitable
 from typing import TypeVar
 
-from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
-from proxyfleet.common.metrics import PROVIDER_CALL_SECONDS
+from proxyfleet.common.core.errors import PermanentProviderError, TemporaryProviderError
+from proxyfleet.common.observability.metrics import PROVIDER_CALL_SECONDS
 
 T = TypeVar("T")
 

@@ -24,16 +24,16 @@ from nats.js.api import ConsumerConfig, DeliverPolicy
 from prometheus_client import Gauge
 from pydantic import WithJsonSchema
 
-from proxyfleet.common import subjects
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.messaging import intent_decoder
-from proxyfleet.common.metrics import MESSAGE_SECONDS, MESSAGES
-from proxyfleet.common.models import CreateIntent, Intent
+from proxyfleet.common.messaging.jetstream import intent_decoder
+from proxyfleet.common.observability.logging import get_logger
+from proxyfleet.common.observability.metrics import MESSAGE_SECONDS, MESSAGES
 from proxyfleet.common.runner.backoff import redelivery_delay
 from proxyfleet.common.runner.broker import ConnectedNatsBroker
 from proxyfleet.common.runner.settings import RunnerSettings
 from proxyfleet.common.runner.verdict import Delivery, Reply, Verdict
-from proxyfleet.common.wire_schema import json_schema
+from proxyfleet.common.wire import subjects
+from proxyfleet.common.wire.models import CreateIntent, Intent
+from proxyfleet.common.wire.schema import json_schema
 
 log = get_logger("proxyfleet.runner")
 

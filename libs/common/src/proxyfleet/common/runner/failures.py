@@ -14,7 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar, cast
 
-from proxyfleet.common.errors import PermanentProviderError, TemporaryProviderError
+from proxyfleet.common.core.errors import PermanentProviderError, TemporaryProviderError
 
 
 class Kind(enum.Enum):

@@ -9,17 +9,24 @@ decide who moves a proxy, and the adapter adopts a resource that already exists.
 
 from __future__ import annotations
 
-from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import (
+from proxyfleet.common.core.clock import Clock
+from proxyfleet.common.core.errors import (
     Conflict,
     NotFound,
     PermanentProviderError,
     ProviderError,
     TemporaryProviderError,
 )
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.metrics import RETRIES
-from proxyfleet.common.models import (
+from proxyfleet.common.observability.logging import get_logger
+from proxyfleet.common.observability.metrics import RETRIES
+from proxyfleet.common.providers.port import Provider
+from proxyfleet.common.runner.backoff import redelivery_delay
+from proxyfleet.common.runner.calls import timed_call
+from proxyfleet.common.runner.keyed import KeyedLocks
+from proxyfleet.common.runner.settings import RunnerSettings
+from proxyfleet.common.runner.verdict import Delivery, Verdict
+from proxyfleet.common.store.registry import ProxyRegistry
+from proxyfleet.common.wire.models import (
     CreateIntent,
     DeleteIntent,
     Intent,
@@ -28,13 +35,6 @@ from proxyfleet.common.models import (
     Proxy,
     ProxySpec,
 )
-from proxyfleet.common.provider import Provider
-from proxyfleet.common.runner.backoff import redelivery_delay
-from proxyfleet.common.runner.calls import timed_call
-from proxyfleet.common.runner.keyed import KeyedLocks
-from proxyfleet.common.runner.settings import RunnerSettings
-from proxyfleet.common.runner.verdict import Delivery, Verdict
-from proxyfleet.common.store.registry import ProxyRegistry
 
 log = get_logger("proxyfleet.runner")
 

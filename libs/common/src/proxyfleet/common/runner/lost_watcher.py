@@ -16,11 +16,11 @@ import asyncio
 import contextlib
 from typing import Generic, TypeVar
 
-from proxyfleet.common.errors import Conflict, NotFound, ProviderError, StoreUnavailable
-from proxyfleet.common.lifecycle import PROBED
-from proxyfleet.common.models import Phase
+from proxyfleet.common.core.errors import Conflict, NotFound, ProviderError, StoreUnavailable
+from proxyfleet.common.domain.lifecycle import PROBED
 from proxyfleet.common.runner.lost import Lost, Running
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire.models import Phase
 
 PAGE = 500
 P = TypeVar("P")

@@ -10,14 +10,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 
-from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import MessagingUnavailable, StoreUnavailable
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.messaging import Publisher
-from proxyfleet.common.metrics import MESSAGES
-from proxyfleet.common.models import CreateIntent, DeleteIntent, Phase, Proxy
+from proxyfleet.common.core.clock import Clock
+from proxyfleet.common.core.errors import MessagingUnavailable, StoreUnavailable
+from proxyfleet.common.messaging.jetstream import Publisher
+from proxyfleet.common.observability.logging import get_logger
+from proxyfleet.common.observability.metrics import MESSAGES
 from proxyfleet.common.runner.settings import RunnerSettings
 from proxyfleet.common.store.registry import ProxyRegistry
+from proxyfleet.common.wire.models import CreateIntent, DeleteIntent, Phase, Proxy
 
 log = get_logger("proxyfleet.runner")
 

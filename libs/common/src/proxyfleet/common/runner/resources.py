@@ -15,15 +15,15 @@ from faststream.nats import NatsBroker
 from nats.aio.client import Client as NatsClient
 from pydantic import WithJsonSchema
 
-from proxyfleet.common import subjects
-from proxyfleet.common.errors import ProviderError
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.metrics import MESSAGE_SECONDS, MESSAGES
-from proxyfleet.common.models import ResourceList
-from proxyfleet.common.provider import Provider
+from proxyfleet.common.core.errors import ProviderError
+from proxyfleet.common.observability.logging import get_logger
+from proxyfleet.common.observability.metrics import MESSAGE_SECONDS, MESSAGES
+from proxyfleet.common.providers.port import Provider
 from proxyfleet.common.runner.broker import ConnectedNatsBroker
 from proxyfleet.common.runner.calls import timed_call
-from proxyfleet.common.wire_schema import json_schema
+from proxyfleet.common.wire import subjects
+from proxyfleet.common.wire.models import ResourceList
+from proxyfleet.common.wire.schema import json_schema
 
 log = get_logger("proxyfleet.runner")
 

@@ -12,20 +12,20 @@ from typing import TypeVar
 import nats.errors
 from nats.aio.client import Client as NatsClient
 
-from proxyfleet.common.clock import Clock, SystemClock
+from proxyfleet.common.core.clock import Clock, SystemClock
+from proxyfleet.common.core.settings import CommonSettings
 from proxyfleet.common.host import Context, Parts, Service, outbox_check
 from proxyfleet.common.host.spec import Run
-from proxyfleet.common.messaging import Publisher, ensure_streams
-from proxyfleet.common.provider import Provider
+from proxyfleet.common.messaging.jetstream import Publisher, ensure_streams
+from proxyfleet.common.messaging.relay import OutboxRelay
 from proxyfleet.common.providers import ProviderConfig, ProvidersConfig, ProviderType, load_provider
-from proxyfleet.common.relay import OutboxRelay
+from proxyfleet.common.providers.port import Provider
 from proxyfleet.common.runner.adopter import Adopter
 from proxyfleet.common.runner.consumer import IntentConsumer
 from proxyfleet.common.runner.handlers import IntentHandler
 from proxyfleet.common.runner.reconciler import Reconciler
 from proxyfleet.common.runner.resources import ResourcesResponder
 from proxyfleet.common.runner.settings import RunnerSettings
-from proxyfleet.common.settings import CommonSettings
 from proxyfleet.common.store import ProxyRegistry
 
 R = TypeVar("R", bound=RunnerSettings)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.settings import option
+from proxyfleet.common.core.errors import ConfigError
+from proxyfleet.common.core.settings import option
 
 
 @dataclass(frozen=True, slots=True)

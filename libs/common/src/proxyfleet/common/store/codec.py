@@ -6,7 +6,7 @@ from typing import Any
 
 import msgspec
 
-from proxyfleet.common.models import Lease, Proxy
+from proxyfleet.common.wire.models import Lease, Proxy
 
 _json = msgspec.json.Encoder()
 _labels = msgspec.json.Decoder(dict[str, str])

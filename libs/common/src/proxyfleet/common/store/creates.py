@@ -7,10 +7,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from proxyfleet.common.errors import Conflict
-from proxyfleet.common.models import Proxy
+from proxyfleet.common.core.errors import Conflict
 from proxyfleet.common.store.codec import proxy_to_hash
 from proxyfleet.common.store.replies import CreateReply, FencedOut
+from proxyfleet.common.wire.models import Proxy
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,8 +9,8 @@ from typing import Any, cast
 
 import redis.asyncio as aioredis
 
-from proxyfleet.common.clock import Clock
-from proxyfleet.common.egress import REVOKED_EGRESS_CHANGED, network
+from proxyfleet.common.core.clock import Clock
+from proxyfleet.common.domain.egress import REVOKED_EGRESS_CHANGED, network
 from proxyfleet.common.store.fastid import fast_id
 from proxyfleet.common.store.mux import ScriptMux
 from proxyfleet.common.store.outage import translates_outages

@@ -15,8 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from proxyfleet.common.egress import EXCLUSIVE_MODES, EgressSettings, Exclusive
-from proxyfleet.common.errors import Unavailable
+from proxyfleet.common.core.errors import Unavailable
+from proxyfleet.common.domain.egress import EXCLUSIVE_MODES, EgressSettings, Exclusive
 from proxyfleet.common.providers import ProvidersConfig
 
 Distinct = Literal["ip", "subnet"]

@@ -1,4 +1,4 @@
-"""Ids in the format of proxyfleet.common.ids (`<prefix>` + 11 hex digits of milliseconds +
+"""Ids in the format of proxyfleet.common.core.ids (`<prefix>` + 11 hex digits of milliseconds +
 random hex digits: 8 by default, 24 for a lease id), with the random part read from the
 OS's CSPRNG 4 KiB at a time: one `getrandom` call per few hundred ids instead of one per id
 (the grant path makes two ids; their syscalls were 6-8% of a grant's CPU). As unpredictable
@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import time
 
-from proxyfleet.common.ids import LEASE_RANDOM_BYTES
+from proxyfleet.common.core.ids import LEASE_RANDOM_BYTES
 
 _CHUNK = 4096
 _pool = b""

@@ -11,7 +11,7 @@ from typing import cast
 
 import redis.asyncio as aioredis
 
-from proxyfleet.common.clock import Clock
+from proxyfleet.common.core.clock import Clock
 from proxyfleet.common.store.outage import translates_outages
 from proxyfleet.common.store.scripts import Scripts
 

@@ -14,9 +14,9 @@ from typing import cast
 
 import redis.asyncio as aioredis
 
-from proxyfleet.common.errors import InvalidInput
-from proxyfleet.common.models import Lease
+from proxyfleet.common.core.errors import InvalidInput
 from proxyfleet.common.store.codec import lease_from_hash
+from proxyfleet.common.wire.models import Lease
 
 CURSOR_PATTERN = r"^([0-9]{1,17}(\.[0-9]{1,24})?(e[+-]?[0-9]{1,3})?_[A-Za-z0-9_-]{1,64})?$"
 """What a next_cursor looks like (empty: the first page)."""

@@ -10,9 +10,8 @@ from typing import cast
 import msgspec
 import redis.asyncio as aioredis
 
-from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import Conflict, NotFound
-from proxyfleet.common.models import Lease, LeaseOutcome
+from proxyfleet.common.core.clock import Clock
+from proxyfleet.common.core.errors import Conflict, NotFound
 from proxyfleet.common.store.codec import lease_from_hash
 from proxyfleet.common.store.egress_holds import Distinct, Exclusivity, nothing_available
 from proxyfleet.common.store.fastid import fast_id, fast_lease_id
@@ -21,6 +20,7 @@ from proxyfleet.common.store.mux import ScriptMux
 from proxyfleet.common.store.outage import translates_outages
 from proxyfleet.common.store.replies import LeaseReply
 from proxyfleet.common.store.scripts import Scripts
+from proxyfleet.common.wire.models import Lease, LeaseOutcome
 
 _json = msgspec.json.Encoder()
 

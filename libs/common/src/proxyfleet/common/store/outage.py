@@ -11,7 +11,7 @@ from typing import Any, ParamSpec, TypeVar
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import TimeoutError as RedisTimeoutError
 
-from proxyfleet.common.errors import StoreUnavailable
+from proxyfleet.common.core.errors import StoreUnavailable
 
 RETRY_AFTER = 1.0
 """Seconds a caller is asked to wait after an outage (Redis restarting or loading)."""

@@ -1,5 +1,5 @@
 """The outbox: a Redis stream the store's scripts append events and intents to, read by
-relays (proxyfleet.common.relay) through one consumer group shared by every replica.
+relays (proxyfleet.common.messaging.relay) through one consumer group shared by every replica.
 
 An entry is published, then acked and deleted: at least once, and JetStream drops a second
 copy within its duplicate window (the entry's id is the message's `Nats-Msg-Id`).

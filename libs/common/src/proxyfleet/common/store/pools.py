@@ -13,11 +13,9 @@ from typing import Any, cast
 import msgspec
 import redis.asyncio as aioredis
 
-from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import Conflict, NotFound
-from proxyfleet.common.events import EventData, EventType
-from proxyfleet.common.models import Withheld
-from proxyfleet.common.pool_spec import POOL_LABEL, Owner, PoolRecord, PoolSpec, PoolStatus
+from proxyfleet.common.core.clock import Clock
+from proxyfleet.common.core.errors import Conflict, NotFound
+from proxyfleet.common.domain.pool_spec import POOL_LABEL, Owner, PoolRecord, PoolSpec, PoolStatus
 from proxyfleet.common.store.creates import Fence
 from proxyfleet.common.store.fastid import fast_id
 from proxyfleet.common.store.outage import translates_outages
@@ -28,6 +26,8 @@ from proxyfleet.common.store.replies import (
     raise_proxy_refusal,
 )
 from proxyfleet.common.store.scripts import Scripts
+from proxyfleet.common.wire.events import EventData, EventType
+from proxyfleet.common.wire.models import Withheld
 
 MEMBER_FIELDS = (
     "provider", "zone", "phase", "created_at", "updated_at", "lease_id", "avail_at",

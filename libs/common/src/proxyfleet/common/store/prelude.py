@@ -11,11 +11,11 @@ from functools import cache
 
 import msgspec
 
-from proxyfleet.common import subjects
-from proxyfleet.common.events import SCHEMA_VERSION, Event, EventType
-from proxyfleet.common.lifecycle import COUNTED, PROBED
-from proxyfleet.common.models import CreateIntent, DeleteIntent
+from proxyfleet.common.domain.lifecycle import COUNTED, PROBED
 from proxyfleet.common.store.replies import FAMILIES, lua_name
+from proxyfleet.common.wire import subjects
+from proxyfleet.common.wire.events import SCHEMA_VERSION, Event, EventType
+from proxyfleet.common.wire.models import CreateIntent, DeleteIntent
 
 _EVENT_ORDER = (
     "type", "schema_version", "id", "time", "proxy_id", "provider", "lease_id", "pool", "data",

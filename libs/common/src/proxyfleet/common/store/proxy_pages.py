@@ -14,8 +14,8 @@ from typing import cast
 
 import redis.asyncio as aioredis
 
-from proxyfleet.common.models import Phase, Proxy
 from proxyfleet.common.store.codec import proxy_from_hash
+from proxyfleet.common.wire.models import Phase, Proxy
 
 MIN_BATCH = 100
 """Fewest ids read per round trip (a page with a selective filter reads on)."""

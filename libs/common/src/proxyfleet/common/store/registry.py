@@ -9,9 +9,8 @@ from typing import Any, cast
 
 import redis.asyncio as aioredis
 
-from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import StoreError
-from proxyfleet.common.models import Phase, Proxy
+from proxyfleet.common.core.clock import Clock
+from proxyfleet.common.core.errors import StoreError
 from proxyfleet.common.store.codec import pairs_to_dict, proxy_from_hash, proxy_to_hash
 from proxyfleet.common.store.creates import (
     Created,
@@ -30,6 +29,7 @@ from proxyfleet.common.store.proxy_pages import ProxyFilter, proxy_page, read_pr
 from proxyfleet.common.store.replies import CreateReply
 from proxyfleet.common.store.scripts import Scripts
 from proxyfleet.common.store.transitions import Move, TransitionResult
+from proxyfleet.common.wire.models import Phase, Proxy
 
 
 @dataclass(frozen=True, slots=True)

@@ -9,7 +9,7 @@ import enum
 import re
 from typing import Any
 
-from proxyfleet.common.errors import Conflict, NotFound
+from proxyfleet.common.core.errors import Conflict, NotFound
 
 FENCED_OUT = -9
 """Every fenced write's refusal: the fence's lock is no longer its token's."""

@@ -9,11 +9,11 @@ from typing import Any
 
 import msgspec
 
-from proxyfleet.common.lifecycle import ALLOWED
-from proxyfleet.common.models import Phase, Proxy
+from proxyfleet.common.domain.lifecycle import ALLOWED
 from proxyfleet.common.store.codec import encode_value
 from proxyfleet.common.store.fastid import fast_id
 from proxyfleet.common.store.replies import raise_proxy_refusal
+from proxyfleet.common.wire.models import Phase, Proxy
 
 SOURCES: dict[Phase, str] = {
     dst: ",".join(sorted(src for src, dsts in ALLOWED.items() if dst in dsts)) for dst in Phase

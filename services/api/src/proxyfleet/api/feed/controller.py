@@ -15,7 +15,7 @@ from proxyfleet.api.feed.filters import FeedFilter, parse_types
 from proxyfleet.api.feed.stream import StreamRequest, event_stream, event_streams_of
 from proxyfleet.api.http.auth import Principal, Scope
 from proxyfleet.api.http.errors import error_responses
-from proxyfleet.common.errors import TemporaryError
+from proxyfleet.common.core.errors import TemporaryError
 
 SSE_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
 """No cache may keep it and no reverse proxy (nginx) may buffer it."""

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from proxyfleet.common.errors import InvalidInput
-from proxyfleet.common.events import EventType
+from proxyfleet.common.core.errors import InvalidInput
+from proxyfleet.common.wire.events import EventType
 
 FAMILIES = frozenset(t.value.split(".", 1)[0] for t in EventType)
 TYPES = frozenset(t.value for t in EventType)

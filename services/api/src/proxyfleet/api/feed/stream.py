@@ -26,11 +26,11 @@ from nats.aio.subscription import Subscription
 
 from proxyfleet.api.feed.filters import KEEPALIVE, FeedFilter, is_lease_event, sse
 from proxyfleet.api.metrics import EVENT_STREAMS
-from proxyfleet.common import subjects
-from proxyfleet.common.errors import StoreUnavailable
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.core.errors import StoreUnavailable
+from proxyfleet.common.domain.tokens import Principal
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.store import LeaseStore
-from proxyfleet.common.tokens import Principal
+from proxyfleet.common.wire import subjects
 
 log = get_logger(__name__)
 

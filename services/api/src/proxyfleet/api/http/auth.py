@@ -16,7 +16,7 @@ from litestar.connection import ASGIConnection
 from litestar.exceptions import NotAuthorizedException, PermissionDeniedException
 from litestar.handlers.base import BaseRouteHandler
 
-from proxyfleet.common.tokens import INSECURE_NAME, Principal, Scope, parse_tokens
+from proxyfleet.common.domain.tokens import INSECURE_NAME, Principal, Scope, parse_tokens
 
 __all__ = ["Principal", "Scope", "TokenAuth"]
 

@@ -1,6 +1,6 @@
 """Every error leaves the API as JSON {"error": code, "message": text}; mapped in one place.
 
-Domain errors (proxyfleet.common.errors) map to HTTP here and nowhere else; the body's
+Domain errors (proxyfleet.common.core.errors) map to HTTP here and nowhere else; the body's
 `error` is the error's `code`: InvalidInput -> 400, NotFound -> 404, Conflict -> 409 and
 Unavailable -> 503, both with Retry-After when the store knows one; a TemporaryError (a
 store or messaging outage) -> 503 with Retry-After. The domain services raise these and
@@ -20,7 +20,7 @@ from litestar.exceptions import HTTPException, ValidationException
 from litestar.openapi.datastructures import ResponseSpec
 from litestar.types import ExceptionHandlersMap
 
-from proxyfleet.common.errors import (
+from proxyfleet.common.core.errors import (
     Conflict,
     DomainError,
     InvalidInput,
@@ -30,7 +30,7 @@ from proxyfleet.common.errors import (
     TemporaryError,
     Unavailable,
 )
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.observability.logging import get_logger
 
 log = get_logger(__name__)
 

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Annotated, Any, TypeVar, Union
 import msgspec
 from litestar.params import JSONBody, SkipValidation
 
-from proxyfleet.common.errors import InvalidInput
+from proxyfleet.common.core.errors import InvalidInput
 
 T = TypeVar("T")
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import ipaddress
 from collections.abc import Sequence
 
-from proxyfleet.common.egress import normalize
+from proxyfleet.common.domain.egress import normalize
 
 Network = ipaddress.IPv4Network | ipaddress.IPv6Network
 

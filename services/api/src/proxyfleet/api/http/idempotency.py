@@ -12,7 +12,7 @@ import re
 
 import msgspec
 
-from proxyfleet.common.errors import InvalidInput
+from proxyfleet.common.core.errors import InvalidInput
 
 MAX_KEY_CHARS = 255
 _KEY = re.compile(r"^[\x21-\x7e]{1,255}$")

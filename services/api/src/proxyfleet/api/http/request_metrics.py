@@ -8,7 +8,7 @@ from litestar.enums import ScopeType
 from litestar.types import ASGIApp, Message, Receive, Scope, Send
 from prometheus_client import Histogram
 
-from proxyfleet.common.metrics import LATENCY_BUCKETS
+from proxyfleet.common.observability.metrics import LATENCY_BUCKETS
 
 REQUEST_SECONDS = Histogram(
     "proxyfleet_api_request_seconds",

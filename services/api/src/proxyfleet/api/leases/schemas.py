@@ -16,8 +16,8 @@ from proxyfleet.api.http.fields import (
     Target,
     ZoneName,
 )
-from proxyfleet.common.models import Lease, LeaseOutcome
-from proxyfleet.common.pool_spec import PoolName
+from proxyfleet.common.domain.pool_spec import PoolName
+from proxyfleet.common.wire.models import Lease, LeaseOutcome
 
 
 class GrantLease(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -17,13 +17,13 @@ from proxyfleet.api.metrics import (
     LEASES_RELEASED,
 )
 from proxyfleet.api.providers.service import ProviderCatalog
-from proxyfleet.common.errors import Conflict, NotFound, Unavailable
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.models import Lease, LeaseOutcome
+from proxyfleet.common.core.errors import Conflict, NotFound, Unavailable
+from proxyfleet.common.domain.tokens import Principal
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.store import GrantRequest, LeaseStore, PoolStore, ProxyRegistry
 from proxyfleet.common.store.lease_pages import LeasePage
 from proxyfleet.common.store.leases import GrantedProxy, GrantKey, Released, Renewed
-from proxyfleet.common.tokens import Principal
+from proxyfleet.common.wire.models import Lease, LeaseOutcome
 
 log = get_logger(__name__)
 

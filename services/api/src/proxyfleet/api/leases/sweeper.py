@@ -8,8 +8,8 @@ import asyncio
 import contextlib
 
 from proxyfleet.api.leases.service import LeaseService
-from proxyfleet.common.errors import StoreUnavailable
-from proxyfleet.common.logging import get_logger
+from proxyfleet.common.core.errors import StoreUnavailable
+from proxyfleet.common.observability.logging import get_logger
 
 log = get_logger(__name__)
 

@@ -16,8 +16,8 @@ from proxyfleet.api.http.fields import JSONInput, strict
 from proxyfleet.api.pools.patch import merge_patch
 from proxyfleet.api.pools.schemas import KeptProxies, PoolList
 from proxyfleet.api.pools.service import PoolService, spec_json
-from proxyfleet.common.errors import InvalidInput
-from proxyfleet.common.pool_spec import PoolRecord, PoolSpec
+from proxyfleet.common.core.errors import InvalidInput
+from proxyfleet.common.domain.pool_spec import PoolRecord, PoolSpec
 
 MERGE_PATCH = "application/merge-patch+json"
 PoolNameParam = Annotated[

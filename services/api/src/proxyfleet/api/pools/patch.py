@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from proxyfleet.common.errors import InvalidInput
+from proxyfleet.common.core.errors import InvalidInput
 
 MAX_DEPTH = 16
 """Deepest object a patch may nest (a pool spec nests three): deeper is a 400, not a

@@ -1,11 +1,11 @@
-"""Bodies of /v1/pools: a pool is answered as stored (proxyfleet.common.pool_spec's
+"""Bodies of /v1/pools: a pool is answered as stored (proxyfleet.common.domain.pool_spec's
 PoolRecord, its spec and its controller's status); a PUT body is a PoolSpec."""
 
 from __future__ import annotations
 
 import msgspec
 
-from proxyfleet.common.pool_spec import PoolRecord
+from proxyfleet.common.domain.pool_spec import PoolRecord
 
 
 class PoolList(msgspec.Struct, kw_only=True):

@@ -9,11 +9,11 @@ from dataclasses import dataclass
 
 import msgspec
 
-from proxyfleet.common.errors import Conflict, NotFound
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.pool_checks import check_pool
-from proxyfleet.common.pool_spec import Owner, PoolRecord, PoolSpec
+from proxyfleet.common.core.errors import Conflict, NotFound
+from proxyfleet.common.domain.pool_spec import Owner, PoolRecord, PoolSpec
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.providers import ProvidersConfig
+from proxyfleet.common.providers.pool_checks import check_pool
 from proxyfleet.common.store import PoolOwned, PoolStore
 
 log = get_logger(__name__)

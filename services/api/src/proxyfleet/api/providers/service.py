@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from proxyfleet.common.errors import InvalidInput
-from proxyfleet.common.models import Phase
+from proxyfleet.common.core.errors import InvalidInput
 from proxyfleet.common.providers import ProviderConfig, ProvidersConfig, validator_for
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.wire.models import Phase
 
 
 class ProviderCatalog:

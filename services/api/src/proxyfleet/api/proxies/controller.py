@@ -21,7 +21,7 @@ from proxyfleet.api.proxies.schemas import (
     Quarantine,
 )
 from proxyfleet.api.proxies.service import ProxyService
-from proxyfleet.common.models import Phase
+from proxyfleet.common.wire.models import Phase
 
 POOL_NAME_PATTERN = r"^[a-z]([a-z0-9-]{0,61}[a-z0-9])?$"
 """pool_spec.PoolName's pattern."""

@@ -10,10 +10,10 @@ it). Each failure is logged and counted (proxyfleet_api_publish_failures_total).
 from __future__ import annotations
 
 from proxyfleet.api.metrics import PUBLISH_FAILURES
-from proxyfleet.common.errors import MessagingUnavailable
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.messaging import Publisher
-from proxyfleet.common.models import DeleteIntent
+from proxyfleet.common.core.errors import MessagingUnavailable
+from proxyfleet.common.messaging.jetstream import Publisher
+from proxyfleet.common.observability.logging import get_logger
+from proxyfleet.common.wire.models import DeleteIntent
 
 log = get_logger(__name__)
 

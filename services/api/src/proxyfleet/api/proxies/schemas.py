@@ -7,7 +7,7 @@ from typing import Annotated
 import msgspec
 
 from proxyfleet.api.http.fields import Labels, Placement, ProviderName, ZoneName
-from proxyfleet.common.models import Phase, Proxy, Withheld
+from proxyfleet.common.wire.models import Phase, Proxy, Withheld
 
 
 class CreateProxies(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):

@@ -9,13 +9,13 @@ from proxyfleet.api.http.idempotency import check_key, fingerprint, scoped_key
 from proxyfleet.api.metrics import LEASES_REVOKED
 from proxyfleet.api.providers.service import ProviderCatalog
 from proxyfleet.api.proxies.intents import Messages
-from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import Conflict, InvalidInput, NotFound
-from proxyfleet.common.lifecycle import pending_proxy
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.models import Phase, Proxy, Withheld
-from proxyfleet.common.pool_spec import POOL_LABEL
+from proxyfleet.common.core.clock import Clock
+from proxyfleet.common.core.errors import Conflict, InvalidInput, NotFound
+from proxyfleet.common.domain.lifecycle import pending_proxy
+from proxyfleet.common.domain.pool_spec import POOL_LABEL
+from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.store import Idempotency, PoolStore, ProxyRegistry
+from proxyfleet.common.wire.models import Phase, Proxy, Withheld
 
 log = get_logger(__name__)
 

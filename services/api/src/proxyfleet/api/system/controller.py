@@ -12,9 +12,9 @@ from litestar.status_codes import HTTP_200_OK, HTTP_503_SERVICE_UNAVAILABLE
 
 from proxyfleet.api.container import NOT_YET, maybe_services
 from proxyfleet.api.metrics import REGISTRY_PROXIES
-from proxyfleet.common.errors import StoreUnavailable
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.metrics import render_metrics
+from proxyfleet.common.core.errors import StoreUnavailable
+from proxyfleet.common.observability.logging import get_logger
+from proxyfleet.common.observability.metrics import render_metrics
 
 log = get_logger(__name__)
 

@@ -13,9 +13,9 @@ from typing import Annotated
 
 import msgspec
 
-from proxyfleet.common.errors import ConfigError, InvalidInput
+from proxyfleet.common.core.errors import ConfigError, InvalidInput
+from proxyfleet.common.domain.squid import check_source_ranges
 from proxyfleet.common.providers import INVALID_PLACEMENT, Port, ProviderConfig, Seconds
-from proxyfleet.common.squid import check_source_ranges
 
 GceZone = Annotated[str, msgspec.Meta(pattern=r"^[a-z]+-[a-z]+[0-9]+-[a-z]$")]
 """A GCE zone name such as europe-west1-b."""

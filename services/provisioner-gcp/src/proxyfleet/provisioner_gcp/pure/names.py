@@ -11,7 +11,7 @@ import hashlib
 import re
 import uuid
 
-from proxyfleet.common.ids import resource_name
+from proxyfleet.common.core.ids import resource_name
 
 LABEL_PROXY = "proxyfleet-proxy"
 LABEL_INSTALLATION = "proxyfleet-installation"

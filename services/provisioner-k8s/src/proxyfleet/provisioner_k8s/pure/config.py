@@ -22,9 +22,9 @@ from typing import Literal
 
 import msgspec
 
-from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.core.errors import ConfigError
+from proxyfleet.common.domain.squid import check_source_ranges
 from proxyfleet.common.providers import Port, ProviderConfig
-from proxyfleet.common.squid import check_source_ranges
 from proxyfleet.provisioner_k8s.pure.egress_config import (
     DEFAULT_HOST_PORT_RANGE,
     EgressMode,

@@ -18,7 +18,7 @@ from typing import Literal
 
 import msgspec
 
-from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.core.errors import ConfigError
 
 EgressMode = Literal["pod", "host_network", "egress_gateway"]
 EGRESS_MODES: tuple[EgressMode, ...] = ("pod", "host_network", "egress_gateway")

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from proxyfleet.common.squid import SquidOptions, render_squid_conf
+from proxyfleet.common.domain.squid import SquidOptions, render_squid_conf
 from proxyfleet.provisioner_k8s.pure import egress, names
 from proxyfleet.provisioner_k8s.pure.config import ZONE_LABEL, K8sSettings, Toleration
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 
-from proxyfleet.common.ids import resource_name
+from proxyfleet.common.core.ids import resource_name
 from proxyfleet.provisioner_k8s.pure.config import MANAGED_BY_LABEL, is_label_value
 
 MANAGED_BY = "proxyfleet"

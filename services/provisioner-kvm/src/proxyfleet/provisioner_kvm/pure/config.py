@@ -7,9 +7,9 @@ from typing import Annotated, Literal
 
 import msgspec
 
-from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.core.errors import ConfigError
+from proxyfleet.common.domain.squid import check_source_ranges
 from proxyfleet.common.providers import Name, Port, ProviderConfig, Seconds, Zone
-from proxyfleet.common.squid import check_source_ranges
 
 
 class _Strict(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):

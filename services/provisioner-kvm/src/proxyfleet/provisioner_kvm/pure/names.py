@@ -10,7 +10,7 @@ import hashlib
 import re
 from typing import TYPE_CHECKING
 
-from proxyfleet.common.ids import resource_name
+from proxyfleet.common.core.ids import resource_name
 
 if TYPE_CHECKING:
     from proxyfleet.provisioner_kvm.pure.placement import ImageRef

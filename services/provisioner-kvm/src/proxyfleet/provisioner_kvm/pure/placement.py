@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Literal
 from urllib.parse import urlsplit
 
-from proxyfleet.common.errors import InvalidInput, PermanentProviderError
+from proxyfleet.common.core.errors import InvalidInput, PermanentProviderError
 from proxyfleet.common.providers import INVALID_PLACEMENT, ProviderConfig
 from proxyfleet.provisioner_kvm.pure.config import KvmImage, KvmProviderConfig
 

@@ -10,9 +10,9 @@ from typing import Literal
 
 import msgspec
 
-from proxyfleet.common.errors import ConfigError, InvalidInput
+from proxyfleet.common.core.errors import ConfigError, InvalidInput
+from proxyfleet.common.domain.squid import check_source_ranges
 from proxyfleet.common.providers import INVALID_PLACEMENT, Port, ProviderConfig
-from proxyfleet.common.squid import check_source_ranges
 from proxyfleet.provisioner_local.pure.egress_addresses import (
     DEFAULT_EGRESS_RANGE,
     check_egress_range,

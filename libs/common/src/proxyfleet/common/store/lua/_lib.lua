@@ -12,7 +12,7 @@ local function avail_keys(provider, zone, pool)
   return keys
 end
 
--- A withheld proxy (draining or quarantined: proxyfleet.common.models.Withheld) is never
+-- A withheld proxy (draining or quarantined: proxyfleet.common.wire.models.Withheld) is never
 -- grantable, whatever else makes it so: this is the one place that says so.
 local function avail_add(id, score)
   local p = redis.call('HMGET', k('proxy', id), 'provider', 'zone', 'pool', 'withheld')
@@ -197,7 +197,7 @@ end
 
 -- ---- the outbox: events and intents appended in the script that makes the change ----
 -- Each entry is {s = subject, i = Nats-Msg-Id, d = JSON body}; a relay publishes it to
--- JetStream and deletes it once acked (proxyfleet.common.relay). Appending here, in the
+-- JetStream and deletes it once acked (proxyfleet.common.messaging.relay). Appending here, in the
 -- same script as the write, is what makes "written" and "announced" one atomic step.
 local events_made = 0
 

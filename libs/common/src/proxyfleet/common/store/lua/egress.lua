@@ -1,4 +1,4 @@
--- A proxy's confirmed exit address changes (health, once proxyfleet.common.egress
+-- A proxy's confirmed exit address changes (health, once proxyfleet.common.domain.egress
 -- decide_egress confirmed it): atomic and generation-checked, no new generation.
 -- ARGV: ns, id, expected_gen (-1: any), now, event_id, ip, net, pending, pending_n,
 --       revoke ('1': end the proxy's active lease when an old address is replaced),

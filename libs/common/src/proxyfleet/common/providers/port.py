@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from proxyfleet.common.models import ManagedResource, Provisioned, ProxySpec
+from proxyfleet.common.wire.models import ManagedResource, Provisioned, ProxySpec
 
 
 class Provider(Protocol):

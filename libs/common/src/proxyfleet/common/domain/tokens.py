@@ -11,7 +11,7 @@ import enum
 import re
 from dataclasses import dataclass, field
 
-from proxyfleet.common.errors import ConfigError
+from proxyfleet.common.core.errors import ConfigError
 
 MIN_SECRET_CHARS = 16
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$")

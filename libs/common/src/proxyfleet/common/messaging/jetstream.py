@@ -18,13 +18,13 @@ from nats.js import JetStreamContext
 from nats.js.api import DiscardPolicy, RetentionPolicy, StorageType, StreamConfig
 from nats.js.errors import BadRequestError
 
-from proxyfleet.common import subjects
-from proxyfleet.common.clock import Clock
-from proxyfleet.common.errors import MessagingUnavailable
-from proxyfleet.common.events import Event
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.metrics import RETRIES
-from proxyfleet.common.models import CreateIntent, DeleteIntent, Intent
+from proxyfleet.common.core.clock import Clock
+from proxyfleet.common.core.errors import MessagingUnavailable
+from proxyfleet.common.observability.logging import get_logger
+from proxyfleet.common.observability.metrics import RETRIES
+from proxyfleet.common.wire import subjects
+from proxyfleet.common.wire.events import Event
+from proxyfleet.common.wire.models import CreateIntent, DeleteIntent, Intent
 
 log = get_logger("proxyfleet.messaging")
 _encoder = msgspec.json.Encoder()

@@ -14,9 +14,9 @@ from typing import Annotated
 
 import msgspec
 
-from proxyfleet.common.egress import Exclusive
-from proxyfleet.common.errors import ConfigError
-from proxyfleet.common.strict_yaml import located
+from proxyfleet.common.core.errors import ConfigError
+from proxyfleet.common.domain.egress import Exclusive
+from proxyfleet.common.domain.strict_yaml import located
 
 POOL_LABEL = "proxyfleet-pool"
 """The label every member carries (its value: the pool's name). Resources keep their

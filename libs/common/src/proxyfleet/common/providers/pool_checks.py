@@ -5,9 +5,11 @@ and key) and the Kubernetes operator (a condition on the resource). Pure: no I/O
 
 from __future__ import annotations
 
-from proxyfleet.common.errors import ConfigError, InvalidInput
-from proxyfleet.common.pool_spec import PoolSpec, SpecProblem, spec_problem
-from proxyfleet.common.providers import ProviderConfig, ProvidersConfig, validator_for
+from proxyfleet.common.core.errors import ConfigError, InvalidInput
+from proxyfleet.common.domain.pool_spec import PoolSpec, SpecProblem, spec_problem
+from proxyfleet.common.providers.config import ProviderConfig
+from proxyfleet.common.providers.config_file import ProvidersConfig
+from proxyfleet.common.providers.registry import validator_for
 
 
 def pool_problem(spec: PoolSpec, config: ProvidersConfig) -> SpecProblem | None:

@@ -7,7 +7,7 @@ import enum
 
 import msgspec
 
-from proxyfleet.common.models import LeaseOutcome, Phase
+from proxyfleet.common.wire.models import LeaseOutcome, Phase
 
 SCHEMA_VERSION = 1
 

@@ -27,14 +27,14 @@ import stamina
 from nats.aio.client import Client as NatsClient
 from prometheus_client import Counter, Gauge
 
-from proxyfleet.common import subjects
-from proxyfleet.common.clock import Clock, SystemClock
-from proxyfleet.common.errors import MessagingUnavailable, StoreUnavailable
-from proxyfleet.common.logging import get_logger
-from proxyfleet.common.messaging import messaging_outage
-from proxyfleet.common.metrics import RETRIES
-from proxyfleet.common.replica import replica_name
+from proxyfleet.common.core.clock import Clock, SystemClock
+from proxyfleet.common.core.errors import MessagingUnavailable, StoreUnavailable
+from proxyfleet.common.messaging.jetstream import messaging_outage
+from proxyfleet.common.observability.logging import get_logger
+from proxyfleet.common.observability.metrics import RETRIES
+from proxyfleet.common.observability.replica import replica_name
 from proxyfleet.common.store.outbox import Backlog, Outbox, OutboxEntry
+from proxyfleet.common.wire import subjects
 
 log = get_logger("proxyfleet.relay")
 

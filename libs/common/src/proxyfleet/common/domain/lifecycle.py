@@ -6,8 +6,8 @@ import secrets
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from proxyfleet.common.ids import new_proxy_id
-from proxyfleet.common.models import Phase, Proxy
+from proxyfleet.common.core.ids import new_proxy_id
+from proxyfleet.common.wire.models import Phase, Proxy
 
 ALLOWED: dict[Phase, frozenset[Phase]] = {
     Phase.PENDING: frozenset({Phase.PROVISIONING, Phase.FAILED, Phase.DELETING}),

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Iterable, Mapping
 
-from proxyfleet.common.models import ManagedResource, Phase, Proxy
-from proxyfleet.common.pool_spec import POOL_LABEL
+from proxyfleet.common.domain.pool_spec import POOL_LABEL
+from proxyfleet.common.wire.models import ManagedResource, Phase, Proxy
 
 
 def survived_reset(

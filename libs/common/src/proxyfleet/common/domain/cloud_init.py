@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from proxyfleet.common.squid import SquidOptions, htpasswd_line, render_squid_conf
+from proxyfleet.common.domain.squid import SquidOptions, htpasswd_line, render_squid_conf
 
 SQUID_CONF_PATH = "/etc/squid/squid.conf"
 HTPASSWD_PATH = "/etc/squid/proxyfleet.htpasswd"

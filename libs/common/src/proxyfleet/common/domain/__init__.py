@@ -1,0 +1,1 @@
+"""domain: see docs/architecture.md."""

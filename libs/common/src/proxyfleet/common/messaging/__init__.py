@@ -1,0 +1,1 @@
+"""messaging: see docs/architecture.md."""

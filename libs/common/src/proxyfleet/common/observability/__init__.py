@@ -1,0 +1,1 @@
+"""observability: see docs/architecture.md."""
