@@ -1,1 +1,2 @@
-"""messaging: see docs/architecture.md."""
+"""NATS: the connection, the streams and the publisher (`jetstream`), and the outbox
+relay that publishes what the store's scripts appended (`relay`)."""

@@ -1,1 +1,2 @@
-"""observability: see docs/architecture.md."""
+"""Logs (structlog, secrets redacted), Prometheus metric helpers and this process's
+replica name."""
