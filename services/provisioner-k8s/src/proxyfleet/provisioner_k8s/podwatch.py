@@ -1,5 +1,5 @@
-"""One pod watch per provisioner: an in-memory view of this installation's pods that
-creates wait on and the failure watcher reads.
+"""One pod watch per provisioner: keeps the `PodView` of this installation's pods in step
+with the API.
 
 List (paged), then watch from the list's resourceVersion; a watch that ends (its timeout,
 a dropped connection) is resumed from the last resourceVersion seen; 410 Gone (that
@@ -13,10 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import dataclasses
 import json
-from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
@@ -24,19 +22,20 @@ from proxyfleet.common.core.clock import Clock
 from proxyfleet.common.core.errors import ProviderError, TemporaryProviderError
 from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.runner.failures import Kind, failure_kind
-from proxyfleet.provisioner_k8s.calls import Json, Kube
+from proxyfleet.provisioner_k8s.calls import Kube
 from proxyfleet.provisioner_k8s.metrics import WATCH_EVENTS, WATCH_RESTARTS
+from proxyfleet.provisioner_k8s.podview import PodView
 from proxyfleet.provisioner_k8s.pure.classify import ApiFailure, classify
-from proxyfleet.provisioner_k8s.pure.pods import PodState, pod_state
+from proxyfleet.provisioner_k8s.pure.pods import PodState, pod_state, sticky
 
 log = get_logger("proxyfleet.k8s")
 LIST_PAGE = 500
 BACKOFF_MAX = 10.0
-GONE_REMEMBERED = 10_000
-"""Uids of deleted pods kept, so a create waiting on a pod deleted meanwhile stops."""
 
 
-class PodWatch:
+class PodWatch(PodView):
+    """The view, kept in step by one list-then-watch (`start` it; `close` ends it)."""
+
     def __init__(
         self,
         kube: Kube,
@@ -48,6 +47,7 @@ class PodWatch:
         relist_interval: float,
         request_timeout: float,
     ) -> None:
+        super().__init__()
         self._kube = kube
         self._namespace = namespace
         self._selector = selector
@@ -55,11 +55,6 @@ class PodWatch:
         self._watch_timeout = watch_timeout
         self._relist_interval = relist_interval
         self._request_timeout = request_timeout
-        self.pods: dict[str, PodState] = {}
-        """Pod name -> its last known state (terminating pods included)."""
-        self._gone: deque[str] = deque(maxlen=GONE_REMEMBERED)
-        self._gone_set: set[str] = set()
-        self._changed = asyncio.Event()
         self._synced = asyncio.Event()
         self._first_error: ProviderError | None = None
         self._task: asyncio.Task[None] | None = None
@@ -67,8 +62,6 @@ class PodWatch:
         self._resp: Any = None
         self._rv = ""
         self._closed = False
-        self.on_failure: list[Callable[[PodState], None]] = []
-        """Called (on the loop) when a pod's failure reason first appears."""
 
     # ---- what callers use -------------------------------------------------------------
 
@@ -96,26 +89,6 @@ class PodWatch:
     @property
     def synced(self) -> bool:
         return self._synced.is_set()
-
-    def get(self, name: str) -> PodState | None:
-        return self.pods.get(name)
-
-    def is_gone(self, uid: str) -> bool:
-        return uid in self._gone_set
-
-    async def wait(self, until: Callable[[], bool], within: float) -> bool:
-        """Wait until `until()` holds (checked at every change of the view); False after
-        `within` seconds."""
-        loop = asyncio.get_running_loop()
-        deadline = loop.time() + within
-        while not until():
-            left = deadline - loop.time()
-            if left <= 0:
-                return False
-            changed = self._changed
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(changed.wait(), left)
-        return True
 
     async def close(self) -> None:
         self._closed = True
@@ -176,19 +149,13 @@ class PodWatch:
             rv = rv or str(meta.get("resourceVersion", ""))
             for item in doc.get("items") or []:
                 state = pod_state(item)
-                pods[state.name] = _sticky(self.pods.get(state.name), state)
+                pods[state.name] = sticky(self.pods.get(state.name), state)
             token = str(meta.get("continue") or "")
             if not token:
                 break
-        for name, old in self.pods.items():
-            if name not in pods:
-                self._forget(old)
-        previous, self.pods = self.pods, pods
-        for state in pods.values():
-            self._noticed(previous.get(state.name), state)
+        self.replace(pods)
         self._rv = rv
         self._synced.set()
-        self._notify()
 
     async def _watch(self, seconds: int) -> None:
         loop = asyncio.get_running_loop()
@@ -247,50 +214,13 @@ class PodWatch:
         if rv:
             self._rv = rv
         if kind in ("ADDED", "MODIFIED", "DELETED"):
-            loop.call_soon_threadsafe(self._apply, kind, obj)
-
-    def _apply(self, kind: str, obj: Json) -> None:
-        previous = self.pods.get(str((obj.get("metadata") or {}).get("name", "")))
-        state = _sticky(previous, pod_state(obj))
-        if kind == "DELETED":
-            if previous is not None and previous.uid == state.uid:
-                del self.pods[state.name]
-            self._forget(state)
-        else:
-            self.pods[state.name] = state
-            self._noticed(previous, state)
-        self._notify()
-
-    def _noticed(self, previous: PodState | None, state: PodState) -> None:
-        if state.failure and (previous is None or not previous.failure):
-            for callback in self.on_failure:
-                callback(state)
-
-    def _forget(self, state: PodState) -> None:
-        if state.uid and state.uid not in self._gone_set:
-            if len(self._gone) == self._gone.maxlen:
-                self._gone_set.discard(self._gone[0])
-            self._gone.append(state.uid)
-            self._gone_set.add(state.uid)
-
-    def _notify(self) -> None:
-        changed, self._changed = self._changed, asyncio.Event()
-        changed.set()
+            loop.call_soon_threadsafe(self.apply, kind, obj)
 
     def _interrupt(self) -> None:
         resp = self._resp
         if resp is not None:
             with contextlib.suppress(Exception):
                 resp.shutdown()
-
-
-def _sticky(previous: PodState | None, state: PodState) -> PodState:
-    """A pod that failed for good keeps its first reason (an OOM kill stays the reason
-    when the restarted container then crash-loops)."""
-    kept = previous is not None and previous.uid == state.uid and previous.failure
-    if previous is not None and kept and state.failure != previous.failure:
-        return dataclasses.replace(state, failure=previous.failure)
-    return state
 
 
 def _lines(resp: Any) -> Iterator[str]:

@@ -9,6 +9,7 @@ The kubelet would keep retrying most of them; a proxy would only stay unusable m
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
@@ -68,6 +69,15 @@ def pod_state(pod: Mapping[str, Any]) -> PodState:
         annotations=annotations,
         created_at=created_at(meta),
     )
+
+
+def sticky(previous: PodState | None, state: PodState) -> PodState:
+    """`state`, except that a pod that failed for good keeps its first reason (an OOM kill
+    stays the reason when the restarted container then crash-loops)."""
+    kept = previous is not None and previous.uid == state.uid and previous.failure
+    if previous is not None and kept and state.failure != previous.failure:
+        return dataclasses.replace(state, failure=previous.failure)
+    return state
 
 
 def failure_reason(status: Mapping[str, Any]) -> str:
