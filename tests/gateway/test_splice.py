@@ -16,7 +16,8 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from proxyfleet.gateway.splice import HeadTooLarge, Side, relayed
+from proxyfleet.gateway.relaying import relayed
+from proxyfleet.gateway.splice import HeadTooLarge, Side
 
 PAYLOAD = os.urandom(8 * 1024 * 1024)
 

@@ -7,6 +7,7 @@ report outcomes through the API."""
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass
 
 from proxyfleet.common.core.errors import Conflict, Unavailable
@@ -19,7 +20,7 @@ from proxyfleet.gateway.leasing import Leaser
 from proxyfleet.gateway.metrics import BYTES_DOWN, TUNNELS
 from proxyfleet.gateway.refusals import Refused, bad_response, upstream_failed
 from proxyfleet.gateway.settings import GatewaySettings
-from proxyfleet.gateway.splice import Side, relayed
+from proxyfleet.gateway.splice import Side
 from proxyfleet.gateway.tunnels import Hold, Relay, Tunnels
 from proxyfleet.gateway.upstream import UpstreamFailed, open_tunnel, open_upstream
 from proxyfleet.gateway.username import Selector
@@ -220,3 +221,22 @@ class Relaying:
             self._tunnels.remove(relay)
             if relay.ended:
                 TUNNELS.labels("ended").inc()
+
+
+async def relayed(client: Side, upstream: Side, *, until_upstream_eof: bool) -> None:
+    """Pipe both ways (the directions not piped yet) and return once the relay is over:
+    either connection lost, or both ends finished sending (`until_upstream_eof`: once the
+    upstream did, as a one-request plain-HTTP connection ends)."""
+    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+    def check() -> None:
+        over = client.lost or upstream.lost or (upstream.eof and (until_upstream_eof or client.eof))
+        if over and not done.done():
+            done.set_result(None)
+
+    client.watch = upstream.watch = check
+    for side, sink in ((client, upstream), (upstream, client)):
+        if not side.piped:
+            side.pipe_to(sink)
+    check()
+    await done

@@ -283,22 +283,3 @@ class Side(asyncio.Protocol):
     def _changed(self) -> None:
         if self.watch is not None:
             self.watch()
-
-
-async def relayed(client: Side, upstream: Side, *, until_upstream_eof: bool) -> None:
-    """Pipe both ways (the directions not piped yet) and return once the relay is over:
-    either connection lost, or both ends finished sending (`until_upstream_eof`: once the
-    upstream did, as a one-request plain-HTTP connection ends)."""
-    done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-
-    def check() -> None:
-        over = client.lost or upstream.lost or (upstream.eof and (until_upstream_eof or client.eof))
-        if over and not done.done():
-            done.set_result(None)
-
-    client.watch = upstream.watch = check
-    for side, sink in ((client, upstream), (upstream, client)):
-        if not side.piped:
-            side.pipe_to(sink)
-    check()
-    await done
