@@ -7,9 +7,8 @@ import dataclasses
 
 from proxyfleet.common import host
 from proxyfleet.common.host import Context
-from proxyfleet.common.host.spec import Run
 from proxyfleet.common.runner import provisioner_service
-from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.runner.lost_watcher import LostWatch
 from proxyfleet.provisioner_gcp.adapter import ADDRESS_WAIT, GcpProvider
 from proxyfleet.provisioner_gcp.provider_type import PROVIDER_TYPE
 from proxyfleet.provisioner_gcp.pure.config import GcpProviderConfig
@@ -29,16 +28,13 @@ def adjust(entry: GcpProviderConfig, settings: Settings) -> Settings:
     return dataclasses.replace(settings, stale_after=max(settings.stale_after, floor))
 
 
-def watcher(
-    provider: GcpProvider, registry: ProxyRegistry, ctx: Context[Settings]
-) -> dict[str, Run]:
-    s = ctx.settings
-    watch = PreemptionWatcher(provider, registry, s.provider, s.preemption_interval)
-    return {"watcher": watch.run}
-
-
 SERVICE = provisioner_service(
-    PROVIDER_TYPE, "GCE VMs", make_provider, Settings, adjust, components=watcher
+    PROVIDER_TYPE,
+    "GCE VMs",
+    make_provider,
+    Settings,
+    adjust,
+    lost=LostWatch("watcher", PreemptionWatcher, lambda s: s.preemption_interval),
 )
 
 

@@ -7,9 +7,8 @@ import dataclasses
 
 from proxyfleet.common import host
 from proxyfleet.common.host import Context
-from proxyfleet.common.host.spec import Run
 from proxyfleet.common.runner import provisioner_service
-from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.runner.lost_watcher import LostWatch
 from proxyfleet.provisioner_k8s.adapter import K8sProvider
 from proxyfleet.provisioner_k8s.provider_type import PROVIDER_TYPE
 from proxyfleet.provisioner_k8s.pure.config import K8sProviderConfig
@@ -34,19 +33,16 @@ def adjust(entry: K8sProviderConfig, settings: Settings) -> Settings:
     return dataclasses.replace(settings, stale_after=max(settings.stale_after, floor))
 
 
-def watcher(
-    provider: K8sProvider, registry: ProxyRegistry, ctx: Context[Settings]
-) -> dict[str, Run]:
-    s = ctx.settings
-    watch = PodFailureWatcher(provider, registry, s.provider, s.failure_check_interval)
-    return {"pod-failures": watch.run}
-
-
 # The providers config calls the type `kubernetes`; the command is the shorter
 # proxyfleet-provisioner-k8s (env prefix PROXYFLEET_PROVISIONER_K8S_).
 SERVICE = dataclasses.replace(
     provisioner_service(
-        PROVIDER_TYPE, "Kubernetes pods", make_provider, Settings, adjust, components=watcher
+        PROVIDER_TYPE,
+        "Kubernetes pods",
+        make_provider,
+        Settings,
+        adjust,
+        lost=LostWatch("pod-failures", PodFailureWatcher, lambda s: s.failure_check_interval),
     ),
     name="provisioner-k8s",
 )

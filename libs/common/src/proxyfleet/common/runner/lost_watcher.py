@@ -6,7 +6,8 @@ the provider wakes the watcher.
 The provider says which running proxies are lost (`lost`, given the proxies the registry
 holds as running, read before the provider looks, so a resource made since is not needed
 and one deleted since belongs to a proxy whose generation moved on) and writes its own
-log lines and metrics (`check_failed`, `proxy_failed`).
+log lines and metrics (`check_failed`, `proxy_failed`). A provisioner declares its
+watcher with a `LostWatch` (`provisioner_service` runs it beside the runner).
 """
 
 from __future__ import annotations
@@ -14,16 +15,20 @@ from __future__ import annotations
 import abc
 import asyncio
 import contextlib
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Generic, TypeVar
 
 from proxyfleet.common.core.errors import Conflict, NotFound, ProviderError, StoreUnavailable
 from proxyfleet.common.domain.lifecycle import PROBED
 from proxyfleet.common.runner.lost import Lost, Running
+from proxyfleet.common.runner.settings import RunnerSettings
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.common.wire.models import Phase
 
 PAGE = 500
 P = TypeVar("P")
+S = TypeVar("S", bound=RunnerSettings)
 
 
 class LostResourceWatcher(abc.ABC, Generic[P]):
@@ -93,3 +98,17 @@ class LostResourceWatcher(abc.ABC, Generic[P]):
                 if not cursor:
                     break
         return out
+
+
+@dataclass(frozen=True, slots=True)
+class LostWatch(Generic[P, S]):
+    """A provisioner's lost-resource watcher: the service host's component `component`
+    runs `watcher(provider, registry, provider entry name, interval(settings)).run`."""
+
+    component: str
+    watcher: Callable[[P, ProxyRegistry, str, float], LostResourceWatcher[P]]
+    interval: Callable[[S], float]
+    """Seconds between two checks, from the provisioner's settings."""
+
+    def build(self, provider: P, registry: ProxyRegistry, settings: S) -> LostResourceWatcher[P]:
+        return self.watcher(provider, registry, settings.provider, self.interval(settings))

@@ -23,6 +23,7 @@ from proxyfleet.common.providers.port import Provider
 from proxyfleet.common.runner.adopter import Adopter
 from proxyfleet.common.runner.consumer import IntentConsumer
 from proxyfleet.common.runner.handlers import IntentHandler
+from proxyfleet.common.runner.lost_watcher import LostWatch
 from proxyfleet.common.runner.reconciler import Reconciler
 from proxyfleet.common.runner.resources import ResourcesResponder
 from proxyfleet.common.runner.settings import RunnerSettings
@@ -102,6 +103,7 @@ def provisioner_service(
     settings: type[R] = RunnerSettings,  # type: ignore[assignment]
     adjust: Callable[[C, R], R] | None = None,
     components: Callable[[P, ProxyRegistry, Context[R]], dict[str, Run]] | None = None,
+    lost: LostWatch[P, R] | None = None,
 ) -> Service[R]:
     """The provisioner `proxyfleet-provisioner-<kind.name>` for the service host; its
     proxies are `what` ("local processes"). `make_provider` builds the adapter from the
@@ -109,7 +111,8 @@ def provisioner_service(
     the open Redis client: KVM's replicas share their placement pins there), in the loop;
     `adjust` may change the runner settings from that entry before anything connects
     (raising ConfigError refuses); `components` adds the adapter's own components beside
-    the runner (the local provider's supervisor, GCP's spot preemption watcher)."""
+    the runner (the local provider's supervisor); `lost` adds its lost-resource watcher
+    (GCP's spot preemption watcher, the Kubernetes pod failure watcher)."""
 
     def configure(common: CommonSettings, runner: R, providers: ProvidersConfig) -> R:
         entry = load_provider(common.providers_config, runner.provider, kind.config)
@@ -131,6 +134,8 @@ def provisioner_service(
             clock=ctx.clock,
         )
         extra = components(provider, registry, ctx) if components else {}
+        if lost is not None:
+            extra[lost.component] = lost.build(provider, registry, ctx.settings).run
         return Parts(
             components={"runner": runner.run, **extra},
             ready={"runner": runner.ready, "outbox": outbox_check(runner.relay)},
