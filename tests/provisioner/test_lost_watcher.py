@@ -1,6 +1,7 @@
 """The runner's lost-resource watcher, with a made-up provider listing and a real registry:
 it fails the running proxies the provider finds lost, leaves those that moved on meanwhile,
-reports a failed check and checks again when woken."""
+reports a failed check and checks again when woken; a `LostWatch` declaration builds it
+for the provider entry, at the interval its settings give."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from tests.common.factories import make_proxy
 from proxyfleet.common.core.clock import ManualClock
 from proxyfleet.common.core.errors import ProviderError, StoreUnavailable, TemporaryProviderError
 from proxyfleet.common.runner.lost import Lost, Running
-from proxyfleet.common.runner.lost_watcher import LostResourceWatcher
+from proxyfleet.common.runner.lost_watcher import LostResourceWatcher, LostWatch
+from proxyfleet.common.runner.settings import RunnerSettings
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.common.wire.models import Phase
 
@@ -36,8 +38,10 @@ class Listing:
 
 
 class ListingWatcher(LostResourceWatcher[Listing]):
-    def __init__(self, listing: Listing, registry: ProxyRegistry, name: str) -> None:
-        super().__init__(listing, registry, name, interval=60.0)
+    def __init__(
+        self, listing: Listing, registry: ProxyRegistry, name: str, interval: float = 60.0
+    ) -> None:
+        super().__init__(listing, registry, name, interval)
         self.failed: list[Lost] = []
         self.errors: asyncio.Queue[str] = asyncio.Queue()
 
@@ -117,3 +121,35 @@ async def test_a_failed_check_is_reported_and_a_wake_checks_again(
         stop.set()
         async with asyncio.timeout(5):
             await task
+
+
+async def test_a_declared_watcher_watches_the_entry_at_its_settings_interval(
+    registry: ProxyRegistry,
+) -> None:
+    name = f"lost-{uuid.uuid4().hex[:8]}"
+    listing = Listing()
+    await _running(registry, name, f"{name}-p1")
+    await _running(registry, f"{name}-other", f"{name}-other-p1")
+    listing.gone = {f"{name}-p1", f"{name}-other-p1"}
+    declared: LostWatch[Listing, RunnerSettings] = LostWatch(
+        "lost", ListingWatcher, lambda s: s.reconcile_interval
+    )
+    settings = RunnerSettings(provider=name, reconcile_interval=0.05)
+    watcher = declared.build(listing, registry, settings)
+    stop = asyncio.Event()
+    task = asyncio.create_task(watcher.run(stop))
+    try:
+        async with asyncio.timeout(5):
+            # No wake: a second check within seconds is the 0.05 s interval.
+            assert await listing.checked.get() == 1
+            assert await listing.checked.get() == 2
+    finally:
+        stop.set()
+        async with asyncio.timeout(5):
+            await task
+    failed = await registry.get(f"{name}-p1")
+    assert failed is not None
+    assert failed.phase is Phase.FAILED
+    other = await registry.get(f"{name}-other-p1")  # another entry's proxy
+    assert other is not None
+    assert other.phase is Phase.BOOTING
