@@ -15,7 +15,8 @@
 What the remote providers (GCP, Kubernetes, KVM) share, imported from their modules:
 `blocking.BlockingCalls` runs blocking SDK calls on worker threads, timed, counted and
 classified through each provider's `failures.Classifier` into the taxonomy;
-`lost_watcher.LostResourceWatcher` fails the proxies whose resource vanished.
+`lost_watcher.LostResourceWatcher` fails the proxies whose resource vanished (declared
+with `lost_watcher.LostWatch`, run by `provisioner_service`).
 """
 
 from proxyfleet.common.runner.adopter import Adopter
