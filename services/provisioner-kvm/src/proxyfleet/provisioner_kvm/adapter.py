@@ -42,7 +42,8 @@ from proxyfleet.provisioner_kvm.libvirt_calls import silence_libvirt_stderr
 from proxyfleet.provisioner_kvm.metrics import HOSTS_DOWN, PLACEMENTS
 from proxyfleet.provisioner_kvm.networks import HostNetworks
 from proxyfleet.provisioner_kvm.pure.config import KvmHost, KvmSettings
-from proxyfleet.provisioner_kvm.pure.domain_xml import DomainSpec, Rebuild, render_domain_xml
+from proxyfleet.provisioner_kvm.pure.domain_metadata import Rebuild
+from proxyfleet.provisioner_kvm.pure.domain_xml import DomainSpec, render_domain_xml
 from proxyfleet.provisioner_kvm.pure.host_choice import (
     Adopt,
     Answered,
