@@ -9,16 +9,18 @@ from typing import Literal
 import libvirt
 import pytest
 
-from proxyfleet.provisioner_kvm.pure.domain_xml import (
+from proxyfleet.provisioner_kvm.pure.domain_metadata import (
     METADATA_PREFIX,
     METADATA_URI,
     DomainIdentity,
-    DomainSpec,
-    disk_paths_from_domain_xml,
     identity_from_domain_xml,
-    mac_from_domain_xml,
     metadata_element_xml,
     parse_metadata,
+)
+from proxyfleet.provisioner_kvm.pure.domain_xml import (
+    DomainSpec,
+    disk_paths_from_domain_xml,
+    mac_from_domain_xml,
     render_domain_xml,
 )
 from proxyfleet.provisioner_kvm.pure.volume_xml import (

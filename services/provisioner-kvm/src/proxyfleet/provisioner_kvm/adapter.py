@@ -1,12 +1,11 @@
 """The KVM provider: the Provider port over libvirt hosts reached through SSH tunnels.
 
-create: list the domains of the zone's hosts, adopt the proxy's domain where one of them
-has it, else go to the host its pin names, else pick the host with the most room
-(`pure.host_choice`), make sure the base image is in its pool (one upload per host at a
-time, `coordination.UploadLocks`), pin the proxy to the host (`coordination.PlacementPins`),
-add the VM's overlay and cloud-init seed, define and start the domain, wait for the guest's
-address, drop the pin. Every step first looks for what an earlier attempt left, so a
-retried or redelivered create (on any replica) adopts instead of duplicating.
+create: choose the host (`host_placement`: adopt the proxy's domain where a host has it,
+else the host its pin names, else the one with the most room), build the VM there unless
+adopted (`domain_build`: base image uploaded once per host at a time, the proxy pinned to
+the host, overlay, cloud-init seed, domain), wait for the guest's address, drop the pin.
+Every step first looks for what an earlier attempt left, so a retried or redelivered
+create (on any replica) adopts instead of duplicating.
 """
 
 from __future__ import annotations
@@ -22,11 +21,6 @@ from proxyfleet.common.core.errors import (
     ProviderError,
     TemporaryProviderError,
 )
-from proxyfleet.common.domain.cloud_init import (
-    CloudInitSpec,
-    render_meta_data,
-    render_user_data,
-)
 from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.wire.models import ManagedResource, Provisioned, ProxySpec
 from proxyfleet.provisioner_kvm.coordination import (
@@ -35,39 +29,26 @@ from proxyfleet.provisioner_kvm.coordination import (
     PlacementPins,
     UploadLocks,
 )
+from proxyfleet.provisioner_kvm.domain_build import DomainBuilder, rebuild_of
 from proxyfleet.provisioner_kvm.domains import Domains
 from proxyfleet.provisioner_kvm.host import Connector, HostSession, SshConnector
+from proxyfleet.provisioner_kvm.host_placement import HostPlacement
 from proxyfleet.provisioner_kvm.image_store import ImageStore
 from proxyfleet.provisioner_kvm.libvirt_calls import silence_libvirt_stderr
-from proxyfleet.provisioner_kvm.metrics import HOSTS_DOWN, PLACEMENTS
+from proxyfleet.provisioner_kvm.metrics import PLACEMENTS
 from proxyfleet.provisioner_kvm.networks import HostNetworks
 from proxyfleet.provisioner_kvm.pure.config import KvmHost, KvmSettings
-from proxyfleet.provisioner_kvm.pure.domain_xml import DomainSpec, Rebuild, render_domain_xml
-from proxyfleet.provisioner_kvm.pure.host_choice import (
-    Adopt,
-    Answered,
-    Down,
-    DownMarks,
-    HostReport,
-    NoHost,
-    choose_host,
-)
 from proxyfleet.provisioner_kvm.pure.names import (
-    base_volume_name,
     domain_name,
     overlay_volume_name,
     parse_resource_id,
-    proxy_id_from_domain_name,
     resource_id,
     seed_volume_name,
 )
-from proxyfleet.provisioner_kvm.pure.placement import ImageRef, resolve_image
-from proxyfleet.provisioner_kvm.pure.seed_iso import build_seed_iso
-from proxyfleet.provisioner_kvm.pure.volume_xml import seed_volume_xml
+from proxyfleet.provisioner_kvm.pure.placement import resolve_image
 from proxyfleet.provisioner_kvm.volumes import Pool
 
 log = get_logger("proxyfleet.kvm")
-GIB = 1 << 30
 
 
 class KvmProvider:
@@ -91,31 +72,32 @@ class KvmProvider:
         silence_libvirt_stderr()
         self._settings = settings
         self._installation_id = installation_id
-        self._images = image_store or ImageStore(Path(settings.image_cache_dir))
         self._clock = clock or SystemClock()
         self._poll = address_poll_interval
         self.sessions: Mapping[str, HostSession] = {
             h.name: HostSession(h, connector_for(h), trace_full=trace_full) for h in settings.hosts
         }
-        self._down = DownMarks(settings.host_retry_after)
         self._pins = pins or LocalPins(self._clock)
         """Proxy -> host a create began building its domain on, until a create returns or
         the proxy is deleted: a redelivery while that host is down waits for it instead of
         building a second domain elsewhere."""
-        self._uploads = uploads or LocalUploads()
-        self._under_way: dict[str, str] = {}
-        """Proxy -> host of the creates placed and running now (they count as load)."""
+        self._placement = HostPlacement(self._pins, settings.host_retry_after, self._clock)
+        self._builder = DomainBuilder(
+            settings,
+            installation_id,
+            images=image_store or ImageStore(Path(settings.image_cache_dir)),
+            pins=self._pins,
+            uploads=uploads or LocalUploads(),
+            clock=self._clock,
+        )
         self.networks = HostNetworks()
 
     # ---- the Provider port ------------------------------------------------------------
 
     async def create(self, spec: ProxySpec) -> Provisioned:
-        session, adopt = await self._place(spec)
-        self._under_way[spec.proxy_id] = session.host.name
-        try:
+        session, adopt = await self._placement.place(spec, self.sessions)
+        with self._placement.under_way(spec.proxy_id, session.host.name):
             address = await self._create_on(session, adopt, spec)
-        finally:
-            self._under_way.pop(spec.proxy_id, None)
         await self._unpin(spec.proxy_id)
         return Provisioned(
             resource_id=resource_id(session.host.name, spec.proxy_id),
@@ -129,7 +111,7 @@ class KvmProvider:
         name = domain_name(spec.proxy_id)
         state = await domains.state(name) if adopt else None
         if state is None:
-            await self._build(
+            await self._builder.build(
                 session,
                 spec,
                 resolve_image(spec.placement, self._settings.images, self._settings.default_image),
@@ -149,8 +131,8 @@ class KvmProvider:
             )
             if not state.active:
                 await domains.start(name)
-            if state.identity.rebuild != _rebuild(spec):  # made before metadata carried it
-                await domains.set_identity(name, spec, state.identity.created_at, _rebuild(spec))
+            if state.identity.rebuild != rebuild_of(spec):  # made before metadata carried it
+                await domains.set_identity(name, spec, state.identity.created_at, rebuild_of(spec))
             PLACEMENTS.labels(session.host.name, "adopted").inc()
         return await self._wait_for_address(domains, name, session.host.network)
 
@@ -215,111 +197,6 @@ class KvmProvider:
 
     # ---- steps ------------------------------------------------------------------------
 
-    async def _place(self, spec: ProxySpec) -> tuple[HostSession, bool]:
-        """The host for this proxy, and whether its listing has the proxy's domain (made by
-        an earlier attempt: adopt it), from a listing of every host of its zone
-        (`pure.host_choice`)."""
-        zone = [s for s in self.sessions.values() if s.host.zone == spec.zone]
-        if not zone:
-            raise PermanentProviderError(f"no KVM host serves zone {spec.zone!r}")
-        pinned = await self._pins.get(spec.proxy_id)
-        pins = {spec.proxy_id: pinned} if pinned is not None else {}
-        reports = await asyncio.gather(*(self._survey(s) for s in zone))
-        choice = choose_host(spec.proxy_id, spec.zone, reports, pins, self._under_way)
-        if isinstance(choice, NoHost) and any(isinstance(r, Down) and r.held for r in reports):
-            # Nothing fits without the hosts left out: try them now rather than wait out
-            # their marks (a zone's only host, or the proxy's pinned one, may be back).
-            reports = await asyncio.gather(
-                *(self._survey(s, earlier=r) for s, r in zip(zone, reports, strict=True))
-            )
-            choice = choose_host(spec.proxy_id, spec.zone, reports, pins, self._under_way)
-        if isinstance(choice, NoHost):
-            error = PermanentProviderError if choice.permanent else TemporaryProviderError
-            raise error(choice.message)
-        return self.sessions[choice.host], isinstance(choice, Adopt)
-
-    async def _survey(self, session: HostSession, earlier: HostReport | None = None) -> HostReport:
-        """The Proxyfleet domains on one host (one listing call), or why it is down. A host
-        that fails is left out for `host_retry_after` seconds: not tried by each create.
-        Given its `earlier` report, the host is listed only if that one left it out."""
-        host = session.host
-        if earlier is not None:
-            if not (isinstance(earlier, Down) and earlier.held):
-                return earlier
-        elif (marked := self._down.get(host.name, self._clock.now())) is not None:
-            return marked
-        try:
-            names = await Domains(session).names()
-        except ProviderError as exc:
-            down = Down(host.name, str(exc), isinstance(exc, PermanentProviderError))
-            self._down.mark(down, self._clock.now())
-            HOSTS_DOWN.labels(host.name).inc()
-            log.warning(
-                "kvm.host_down",
-                host=host.name,
-                zone=host.zone,
-                error=down.error,
-                retry_after=self._settings.host_retry_after,
-            )
-            return down
-        proxies = frozenset(p for n in names if (p := proxy_id_from_domain_name(n)) is not None)
-        return Answered(host.name, proxies, host.max_proxies)
-
-    async def _build(self, session: HostSession, spec: ProxySpec, image: ImageRef) -> None:
-        s, host, pool = self._settings, session.host, Pool(session)
-        base_name = base_volume_name(image)
-        base = await pool.ensure_base(
-            base_name, image.format, lambda: self._images.fetch(image), self._uploads
-        )
-        # From here on this proxy has things of its own on the host: pinned first (see
-        # `_pins`), so that no replica builds it elsewhere while this host is down.
-        await self._pins.put(spec.proxy_id, host.name)
-        capacity = max(s.disk_gib * GIB, await pool.capacity_of(base_name))
-        disk = await pool.ensure_overlay(
-            overlay_volume_name(spec.proxy_id), capacity, base, image.format
-        )
-        seed_iso = build_seed_iso(
-            render_user_data(
-                CloudInitSpec(
-                    proxy_id=spec.proxy_id,
-                    hostname=domain_name(spec.proxy_id),
-                    username=spec.username,
-                    password=spec.password,
-                    proxy_port=s.proxy_port,
-                    connect_ports=list(s.connect_ports),
-                    deny_private_destinations=s.deny_private_destinations,
-                    source_ranges=list(s.source_ranges),
-                )
-            ),
-            render_meta_data(spec.proxy_id, domain_name(spec.proxy_id)),
-            # No network-config: cloud-init's fallback (DHCP on the first NIC) works with every
-            # renderer, while a v2 `match: {name: "e*"}` becomes an interface literally named
-            # "all-ethernets" under Debian's ENI renderer (seen on a real guest).
-        )
-        seed_name = seed_volume_name(spec.proxy_id)
-        seed = await pool.replace_small(
-            seed_name, seed_volume_xml(seed_name, len(seed_iso)), seed_iso
-        )
-        xml = render_domain_xml(
-            DomainSpec(
-                name=domain_name(spec.proxy_id),
-                proxy_id=spec.proxy_id,
-                installation_id=self._installation_id,
-                created_at=self._clock.now(),
-                vcpus=s.vcpus,
-                memory_mib=s.memory_mib,
-                disk_path=disk,
-                disk_format="qcow2",
-                seed_path=seed,
-                network=host.network,
-                firmware=image.firmware,
-                domain_type=host.domain_type,
-                rebuild=_rebuild(spec),
-            )
-        )
-        await Domains(session).define_and_start(domain_name(spec.proxy_id), xml)
-        log.info("kvm.domain_started", proxy_id=spec.proxy_id, host=host.name, image=image.key)
-
     async def _wait_for_address(self, domains: Domains, name: str, network: str) -> str:
         deadline = time.monotonic() + self._settings.address_timeout
         while True:
@@ -348,16 +225,6 @@ class KvmProvider:
             removed = await pool.delete(volume) or removed
         if removed:
             log.info("kvm.domain_deleted", proxy_id=proxy_id, host=session.host.name)
-
-
-def _rebuild(spec: ProxySpec) -> Rebuild:
-    return Rebuild(
-        zone=spec.zone,
-        username=spec.username,
-        password=spec.password,
-        labels=dict(spec.labels),
-        placement=dict(spec.placement),
-    )
 
 
 def _parse(rid: str) -> tuple[str, str]:

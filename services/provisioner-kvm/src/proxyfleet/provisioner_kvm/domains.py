@@ -12,16 +12,16 @@ from proxyfleet.common.runner.failures import ResourceMissing
 from proxyfleet.common.wire.models import ProxySpec
 from proxyfleet.provisioner_kvm.host import HostSession
 from proxyfleet.provisioner_kvm.pure.addresses import address_from_agent, address_from_leases
-from proxyfleet.provisioner_kvm.pure.domain_xml import (
+from proxyfleet.provisioner_kvm.pure.domain_metadata import (
     METADATA_PREFIX,
     METADATA_URI,
     DomainIdentity,
     Rebuild,
-    mac_from_domain_xml,
     metadata_element_xml,
     parse_metadata,
     redact_xml,
 )
+from proxyfleet.provisioner_kvm.pure.domain_xml import mac_from_domain_xml
 
 _UNDEFINE_FLAGS = (
     libvirt.VIR_DOMAIN_UNDEFINE_NVRAM
