@@ -13,8 +13,9 @@ import redis.asyncio as aioredis
 
 from proxyfleet.common.core.clock import ManualClock
 from proxyfleet.common.runner import Adopter
+from proxyfleet.common.runner.keyed import KeyedLocks
 from proxyfleet.common.store import ProxyRegistry
-from proxyfleet.common.wire.models import ManagedResource
+from proxyfleet.common.wire.models import ManagedResource, Phase
 from proxyfleet.provisioner_local.adapter import LocalProvider
 from proxyfleet.provisioner_local.options import LocalOptions
 
@@ -93,3 +94,48 @@ async def test_the_loop_lists_once_per_adopt_interval(
     finally:
         stop.set()
         await asyncio.wait_for(loop, 5)
+
+
+class OneSurvivor(LocalProvider):
+    """The local provider, listing one resource made before any marker."""
+
+    resource = ManagedResource(
+        resource_id="pf-p-survivor",
+        proxy_id="p-survivor",
+        installation_id=INSTALLATION,
+        created_at=time.time() - 60,
+        zone="local-a",
+        host="127.0.0.1",
+        port=3128,
+        username="u",
+        password="pw",
+    )
+
+    async def list_managed(self) -> list[ManagedResource]:
+        return [self.resource]
+
+
+async def test_a_resource_whose_intent_is_in_hand_is_left_alone_until_it_is_done(
+    redis_client: aioredis.Redis, tmp_path: Path
+) -> None:
+    clock = ManualClock(time.time())
+    in_hand = KeyedLocks()
+    registry = ProxyRegistry(redis_client, clock)
+    adopter = Adopter(
+        registry=registry,
+        provider=OneSurvivor(
+            LocalOptions(state_dir=tmp_path, installation_id=INSTALLATION, connect_ports=[443])
+        ),
+        settings=fast_settings(PROVIDER),
+        installation_id=INSTALLATION,
+        clock=clock,
+        in_hand=in_hand,
+    )
+    survivor = OneSurvivor.resource.proxy_id
+    async with in_hand.hold(survivor):  # a create that lost its entry, deleting its resource
+        assert await adopter.adopt_once() == 0
+    assert await registry.get(survivor) is None
+    assert await adopter.adopt_once() == 1  # still listed once the intent is done: a survivor
+    adopted = await registry.get(survivor)
+    assert adopted is not None
+    assert adopted.phase is Phase.BOOTING

@@ -159,12 +159,20 @@ class PoolFleet:
         return self.store(lambda s: s.withhold(proxy_id, Withheld.NO, actor="e2e"))
 
     def ensure(self, name: str, spec: PoolSpec, timeout: float = 60) -> float:
-        """Declare the pool (again) and wait until `size` members are ready in rotation."""
+        """Declare the pool (again) and wait until it is settled: `size` members, all ready
+        in rotation. Not merely `size` ready: a surplus an earlier scenario left (members
+        re-adopted after a Redis reset) would count in this scenario's figures."""
         self.apply(name, spec)
         size = spec.size or 0
         return self.wait(
-            f"pool {name}: {size} ready", lambda: self.ready_in_rotation(name) >= size, timeout
+            f"pool {name}: {size} members, all ready", lambda: self.settled(name, size), timeout
         )
+
+    def settled(self, pool: str, size: int) -> bool:
+        """Exactly `size` live members, every one ready in rotation (one read of the pool)."""
+        members = self.members(pool)
+        live = sum(1 for m in members if m.live)
+        return live == size and sum(1 for m in members if m.in_rotation) == size
 
     # ---- what Redis says -----------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.observability.metrics import ADOPTIONS
 from proxyfleet.common.providers.port import Provider
 from proxyfleet.common.runner.calls import timed_call
+from proxyfleet.common.runner.keyed import KeyedLocks
 from proxyfleet.common.runner.settings import RunnerSettings
 from proxyfleet.common.store.registry import ProxyRegistry
 
@@ -40,12 +41,15 @@ class Adopter:
         settings: RunnerSettings,
         installation_id: str,
         clock: Clock,
+        in_hand: KeyedLocks | None = None,
     ) -> None:
+        """`in_hand`: the intent handler's per-proxy locks (None: nothing in hand)."""
         self._registry = registry
         self._provider = provider
         self._settings = settings
         self._installation_id = installation_id
         self._clock = clock
+        self._in_hand = in_hand if in_hand is not None else KeyedLocks()
 
     async def run(self, stop: asyncio.Event) -> None:
         """A pass at start, then one every reconcile_interval until `stop` is set; the
@@ -89,6 +93,12 @@ class Adopter:
         plan = plan_adoptions(self._installation_id, marker.created_at, listed, proxies, tombstoned)
         adopted = 0
         for res in plan:
+            if self._in_hand.busy(res.proxy_id):
+                # An intent in hand owns it: a create that lost its entry to the reset is
+                # deleting it (adopted meanwhile, it failed its boot and paused the provider's
+                # creates). A later pass adopts it if it is still listed then.
+                log.info("adopter.proxy_in_hand", proxy_id=res.proxy_id)
+                continue
             proxy = adopted_proxy(name, res, self._clock.now(), self._settings.boot_timeout)
             done = await self._registry.adopt(proxy, self._settings.adopt_hold)
             result = "adopted" if done else ("exists" if done is False else "tombstoned")

@@ -55,14 +55,17 @@ class IntentHandler:
         settings: RunnerSettings,
         installation_id: str,
         clock: Clock,
+        in_hand: KeyedLocks | None = None,
     ) -> None:
+        """`in_hand`: the per-proxy locks, shared with the adopter (it leaves alone a
+        resource whose intent is being handled here)."""
         self._provider = provider
         self._registry = registry
         self._settings = settings
         self._installation_id = installation_id
         self._clock = clock
         self._name = settings.provider
-        self._per_proxy = KeyedLocks()
+        self._per_proxy = in_hand if in_hand is not None else KeyedLocks()
 
     async def handle(self, intent: Intent, delivery: Delivery) -> Verdict:
         async with self._per_proxy.hold(intent.proxy_id):

@@ -35,3 +35,7 @@ class KeyedLocks:
 
     def __len__(self) -> int:
         return len(self._locks)
+
+    def busy(self, key: str) -> bool:
+        """Someone holds or waits for `key`'s lock."""
+        return key in self._locks

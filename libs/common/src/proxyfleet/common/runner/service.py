@@ -23,6 +23,7 @@ from proxyfleet.common.providers.port import Provider
 from proxyfleet.common.runner.adopter import Adopter
 from proxyfleet.common.runner.consumer import IntentConsumer
 from proxyfleet.common.runner.handlers import IntentHandler
+from proxyfleet.common.runner.keyed import KeyedLocks
 from proxyfleet.common.runner.lost_watcher import LostWatch
 from proxyfleet.common.runner.reconciler import Reconciler
 from proxyfleet.common.runner.resources import ResourcesResponder
@@ -58,12 +59,14 @@ class ProvisionerRunner:
         self.relay = relay or OutboxRelay(
             registry.outbox, nc, service=f"provisioner-{settings.provider}"
         )
+        in_hand = KeyedLocks()
         handler = IntentHandler(
             provider=provider,
             registry=registry,
             settings=settings,
             installation_id=installation_id,
             clock=clock,
+            in_hand=in_hand,
         )
         self.consumer = IntentConsumer(nc, handler, settings)
         self.reconciler = Reconciler(
@@ -76,6 +79,7 @@ class ProvisionerRunner:
             settings=settings,
             installation_id=installation_id,
             clock=clock,
+            in_hand=in_hand,
         )
 
     async def run(self, stop: asyncio.Event) -> None:
