@@ -107,7 +107,9 @@ def test_a_full_recycle_under_grant_load_keeps_size_ready(fleet: PoolFleet) -> N
     assert len(sampled.samples) >= 5 * took  # at least half the intended 10 a second
     cut = [lease for lease in load.leases if lease.release_status != 200]
     grants = [q for q in load.requests if q.op == "grant"]
-    lease = fleet.client.get(f"/v1/leases/{sticky_lease}").json()
+    answer = fleet.client.get(f"/v1/leases/{sticky_lease}")
+    assert answer.status_code == 200, (answer.status_code, answer.text)  # once seen not a lease
+    lease = answer.json()
     held_for = float(fleet.r.hget(f"pf:lease:{sticky_lease}", "ended_at") or 0) - float(
         fleet.proxy(sticky_proxy).get("withheld_at") or 0
     )
