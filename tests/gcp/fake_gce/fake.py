@@ -34,6 +34,8 @@ class FakeGce:
         self.settings = settings or Settings()
         self.state = ComputeState(project, self.zones, self.settings)
         self.booter = SquidBooter()
+        if not self.settings.cloud_nat_address:
+            self.settings.cloud_nat_address = self.booter.unassigned_address
         self._instances = Instances(self.state, self.booter)
         for image_project, name, family in DEFAULT_IMAGES:
             add_image(self.state, image_project, name, family)

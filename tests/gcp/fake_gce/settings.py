@@ -20,6 +20,7 @@ class Settings:
     guest_boot_s: float = 0.0
     """0: the insert's operation is DONE once Squid listens. More: DONE and RUNNING with its
     natIP at once, Squid that much later, as a real VM still running cloud-init."""
-    cloud_nat_address: str = "127.79.0.1"
+    cloud_nat_address: str = ""
     """Where an instance without an external IP leaves from: its network's Cloud NAT, one
-    address every such instance shares (one with an external IP leaves from that IP)."""
+    address every such instance shares (one with an external IP leaves from that IP).
+    "": the fake picks one its instances are never given (FakeGce)."""

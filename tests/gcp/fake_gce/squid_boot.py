@@ -62,6 +62,12 @@ class SquidBooter:
         self._addresses = LoopbackAddresses()
         self._serial = itertools.count(1)
 
+    @property
+    def unassigned_address(self) -> str:
+        """An address of this fake's range that no instance is ever given (a fixed one
+        could be an instance's, when the range happens to include it)."""
+        return f"{self._addresses.reserved_prefix}1"
+
     def boot(
         self, key: str, user_data: str, delay: float = 0.0, *, egress: str | None = None
     ) -> Booted:
