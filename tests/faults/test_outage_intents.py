@@ -68,6 +68,9 @@ def test_intents_from_an_outage_are_done_through_the_outbox(fleet: Fleet) -> Non
     fleet.wait("the ready proxy deleted", lambda: phase(victim) == "deleted", WITHIN)
     assert fleet.resources().get(victim, 0) == 0
 
+    # The phase and its event are written together, but the event reaches the stream only
+    # when the relay has published it: read the stream once what was written is published.
+    assert fleet.outbox.published(fleet.outbox.mark()) == []
     deleted = [e.proxy_id for e in fleet.events() if e.type == "proxy.deleted"]
     assert sorted(deleted) == sorted([victim, doomed])
     log = (fleet.base / "logs" / "provisioner.log").read_text(errors="replace")
