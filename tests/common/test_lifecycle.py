@@ -31,7 +31,8 @@ def test_every_phase_has_rules_and_deleted_is_terminal() -> None:
         (Phase.DELETING, Phase.DELETED, True),
         (Phase.READY, Phase.BOOTING, False),
         (Phase.DELETED, Phase.READY, False),
-        (Phase.FAILED, Phase.READY, False),
+        (Phase.FAILED, Phase.READY, True),  # an external proxy only: the store checks
+        (Phase.FAILED, Phase.BOOTING, False),
         (Phase.PENDING, Phase.READY, False),
     ],
 )

@@ -19,7 +19,9 @@ ALLOWED: dict[Phase, frozenset[Phase]] = {
     Phase.READY: frozenset({Phase.UNHEALTHY, Phase.FAILED, Phase.DELETING}),
     Phase.UNHEALTHY: frozenset({Phase.READY, Phase.DELETING, Phase.FAILED}),
     Phase.DELETING: frozenset({Phase.DELETED}),
-    Phase.FAILED: frozenset({Phase.DELETING}),
+    # An external proxy (never deleted: its source lists it) is re-probed while failed and
+    # serves again after a good probe.
+    Phase.FAILED: frozenset({Phase.DELETING, Phase.READY}),
     Phase.DELETED: frozenset(),
 }
 

@@ -18,7 +18,7 @@ from proxyfleet.common.providers.placement import (
     NoPlacement,
     PlacementValidator,
 )
-from proxyfleet.common.providers.provider_type import ProviderType
+from proxyfleet.common.providers.provider_type import ParsedEntry, ProviderType
 from proxyfleet.common.providers.registry import (
     ENTRY_POINT_GROUP,
     provider_types,
@@ -33,6 +33,7 @@ __all__ = [
     "NO_PLACEMENT",
     "Name",
     "NoPlacement",
+    "ParsedEntry",
     "PlacementValidator",
     "Port",
     "ProviderConfig",

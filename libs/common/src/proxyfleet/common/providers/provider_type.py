@@ -19,6 +19,16 @@ def _no_check(config: ProviderConfig, where: str) -> None:
 
 
 @dataclass(frozen=True, slots=True)
+class ParsedEntry:
+    """A proxy line an admin adds at run time, as its type read it."""
+
+    id: str
+    """The id of the proxy it becomes (stable: the same line always gives the same id)."""
+    masked: str
+    """Its URL with the password masked: what listings show."""
+
+
+@dataclass(frozen=True, slots=True)
 class ProviderType(Generic[C]):
     """A provider type, as its provisioner package registers it (entry point group
     `proxyfleet.providers`, named `name`)."""
@@ -32,6 +42,10 @@ class ProviderType(Generic[C]):
     check: Callable[[C, str], None] = _no_check
     """ConfigError naming `where` (`<file>: key providers[i]`) plus the key, for what the
     struct alone does not say."""
+    parse_entry: Callable[[C, str], ParsedEntry] | None = None
+    """For a type whose proxies an admin may add at run time (`POST
+    /v1/providers/{name}/proxies`): reads one line as its source files do; InvalidInput
+    (naming what is wrong, never the password) for a bad one. None: the type takes none."""
 
     def __post_init__(self) -> None:
         if type_name(self.config) != self.name:

@@ -8,12 +8,14 @@ from proxyfleet.common.store.mux import LuaScript, ScriptMux
 from proxyfleet.common.store.outbox import Outbox, OutboxEntry
 from proxyfleet.common.store.pins import Pins
 from proxyfleet.common.store.pools import PoolOwned, PoolStore
+from proxyfleet.common.store.provider_entries import AddedEntry, ProviderEntries
 from proxyfleet.common.store.registry import ProbeClaim, ProxyRegistry
 from proxyfleet.common.store.replies import FencedOut
 from proxyfleet.common.store.scripts import connect_redis
 from proxyfleet.common.store.transitions import TransitionResult
 
 __all__ = [
+    "AddedEntry",
     "Created",
     "Fence",
     "FencedOut",
@@ -30,6 +32,7 @@ __all__ = [
     "PoolOwned",
     "PoolStore",
     "ProbeClaim",
+    "ProviderEntries",
     "ProxyRegistry",
     "ScriptMux",
     "TransitionResult",

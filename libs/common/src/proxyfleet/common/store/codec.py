@@ -24,7 +24,8 @@ def encode_value(value: Any) -> str:
 
 _UNSET_KEPT_OUT = {"placement": {}, "pool": "", "withheld": "", "withheld_reason": "",
                    "withheld_at": 0.0, "egress_ip": "", "egress_net": "", "egress_pending": "",
-                   "egress_pending_n": 0, "egress_shared": 0}  # fmt: skip
+                   "egress_pending_n": 0, "egress_shared": 0, "scheme": "http",
+                   "external": False}  # fmt: skip
 """Fields most proxies leave at these values, not stored then (memory per proxy): a
 missing field reads as its default."""
 

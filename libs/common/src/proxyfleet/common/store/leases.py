@@ -20,7 +20,7 @@ from proxyfleet.common.store.mux import ScriptMux
 from proxyfleet.common.store.outage import translates_outages
 from proxyfleet.common.store.replies import LeaseReply
 from proxyfleet.common.store.scripts import Scripts
-from proxyfleet.common.wire.models import Lease, LeaseOutcome
+from proxyfleet.common.wire.models import Lease, LeaseOutcome, Scheme, proxy_url
 
 _json = msgspec.json.Encoder()
 
@@ -84,11 +84,13 @@ class GrantedProxy:
     port: int
     username: str
     password: str
+    scheme: str = Scheme.HTTP
+    """How to speak to it (a Scheme): the gateway dials it so, and its URL says so."""
 
     def url(self, with_credentials: bool = True) -> str:
         if with_credentials:
-            return f"http://{self.username}:{self.password}@{self.host}:{self.port}"
-        return f"http://{self.host}:{self.port}"
+            return proxy_url(self.scheme, self.host, self.port, self.username, self.password)
+        return proxy_url(self.scheme, self.host, self.port)
 
 
 @dataclass(frozen=True, slots=True)
@@ -175,10 +177,10 @@ class LeaseStore:
                 expires_at=float(res[3]),
                 egress_ip=str(res[7] or ""),
             )
-            provider, zone, host, port, username, password = res[4]
+            provider, zone, host, port, username, password, *scheme = res[4]
             proxy = GrantedProxy(
                 res[1], provider or "", zone or "", host or "", int(port or 0),
-                username or "", password or "",
+                username or "", password or "", (scheme and scheme[0]) or Scheme.HTTP,
             )  # fmt: skip
             return lease, proxy
         if reply is LeaseReply.NONE_AVAILABLE:

@@ -4,6 +4,7 @@ service; no I/O here."""
 from __future__ import annotations
 
 import enum
+from urllib.parse import quote
 
 import msgspec
 
@@ -17,6 +18,28 @@ class Phase(enum.StrEnum):
     DELETING = "deleting"
     DELETED = "deleted"
     FAILED = "failed"
+
+
+class Scheme(enum.StrEnum):
+    """The protocol a proxy speaks to its clients (the scheme of its URL)."""
+
+    HTTP = "http"
+    """HTTP CONNECT and absolute-URL requests, in the clear (every proxy Proxyfleet runs)."""
+    HTTPS = "https"
+    """The same inside TLS to the proxy (its certificate verified)."""
+    SOCKS5 = "socks5"
+    """SOCKS5 with username/password (RFC 1928/1929); the client resolves names."""
+    SOCKS5H = "socks5h"
+    """SOCKS5 with names resolved by the proxy (remote DNS)."""
+
+
+def proxy_url(scheme: str, host: str, port: int, username: str = "", password: str = "") -> str:
+    """A proxy's URL, credentials percent-encoded (a vendor's password may hold `@` or
+    `:`) and an IPv6 host in brackets."""
+    where = f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+    if not username and not password:
+        return f"{scheme}://{where}"
+    return f"{scheme}://{quote(username, safe='')}:{quote(password, safe='')}@{where}"
 
 
 class Withheld(enum.StrEnum):
@@ -86,11 +109,18 @@ class Proxy(msgspec.Struct, kw_only=True):
     withheld: Withheld = Withheld.NO
     withheld_reason: str = ""
     withheld_at: float = 0.0
+    scheme: Scheme = Scheme.HTTP
+    """The protocol it speaks: health probes and the gateway speak it, a lease's URL
+    carries it."""
+    external: bool = False
+    """Proxyfleet did not create it (a static provider's source lists it): nothing is ever
+    deleted outside Proxyfleet, and a failed one stays failed, re-probed, until its source
+    drops it."""
 
     def url(self, with_credentials: bool = True) -> str:
         if with_credentials:
-            return f"http://{self.username}:{self.password}@{self.host}:{self.port}"
-        return f"http://{self.host}:{self.port}"
+            return proxy_url(self.scheme, self.host, self.port, self.username, self.password)
+        return proxy_url(self.scheme, self.host, self.port)
 
 
 class Lease(msgspec.Struct, kw_only=True):

@@ -8,7 +8,7 @@
 --       provider's mode: `ip,subnet,none;<default>;<provider>=<mode>,...`, built once by
 --       proxyfleet.common.store.egress_holds), distinct ('' | the ip or subnet mode's name:
 --       the exit address or network must be one the client holds no lease on)
--- -> {OK, proxy_id, epoch, expires_at, {provider, zone, host, port, username, password},
+-- -> {OK, proxy_id, epoch, expires_at, {provider, zone, host, port, username, password, scheme},
 --     lease_id, granted_at, egress_ip}
 --  | {REPLAYED, ...the same} the lease the first grant with this key made, still active
 --  | {KEY_REUSED} the key was used with another request | {LEASE_ENDED, state} its lease
@@ -49,7 +49,7 @@ if ikey then
       'expires_at', 'granted_at', 'egress_ip')
     if l[1] ~= 'active' then return {LEASE_REPLY.LEASE_ENDED, l[1] or 'expired'} end
     local got = redis.call('HMGET', k('proxy', l[2]), 'provider', 'zone', 'host', 'port',
-      'username', 'password')
+      'username', 'password', 'scheme')
     return {LEASE_REPLY.REPLAYED, l[2], tonumber(l[3]), l[4], got, seen[2], l[5], l[6] or ''}
   end
 end
@@ -86,7 +86,7 @@ end
 -- exit-address checks read (one HMGET).
 local function read(id)
   return redis.call('HMGET', k('proxy', id), 'provider', 'zone', 'host', 'port', 'username',
-    'password', 'epoch', 'pool', 'egress_ip', 'egress_net')
+    'password', 'epoch', 'pool', 'egress_ip', 'egress_net', 'scheme')
 end
 
 -- A proxy's exclusivity: its pool's `egress_exclusive` when set (one HGET per pool per
@@ -122,7 +122,7 @@ local function take(id, got, mode)
   -- after a store reset (stored epoch lost) fencing tokens still only grow.
   local epoch = math.max((tonumber(got[7]) or 0) + 1, math.floor(now * 1000))
   local in_pool, ip, net = got[8], got[9] or '', got[10] or ''
-  local handed = {got[1], got[2], got[3], got[4], got[5], got[6]}
+  local handed = {got[1], got[2], got[3], got[4], got[5], got[6], got[11]}
   redis.call('HSET', pkey, 'epoch', epoch, 'lease_id', lease_id)
   local expires = now + ttl
   for _, key in ipairs(avail_keys(got[1], got[2], in_pool)) do redis.call('ZREM', key, id) end

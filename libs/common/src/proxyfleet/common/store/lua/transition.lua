@@ -3,7 +3,8 @@
 --       deleted_ttl, unleased_only ('1': refuse while a lease holds the proxy), event_id,
 --       delete_reason (of the delete intent a move to deleting queues), field, value, ...
 -- A transition appends its event (proxy.<to>), lease.revoked when it ends a lease, and the
--- delete intent of a proxy moving to failed or deleting, to the outbox.
+-- delete intent of a proxy moving to failed (but an external one) or deleting, to the
+-- outbox.
 -- A `zone` field that differs moves the proxy between the per-zone availability sets
 -- (grants select by zone) in this same step; a transition's event then says so
 -- (`zone`, `from_zone`).
@@ -19,6 +20,10 @@ if not cur[1] then return {PROXY_REPLY.MISSING} end
 local gen, phase = tonumber(cur[1]), cur[2]
 if expected >= 0 and gen ~= expected then return {PROXY_REPLY.STALE_GEN, gen, phase} end
 if allowed ~= '' and not string.find(',' .. allowed .. ',', ',' .. phase .. ',', 1, true) then
+  return {PROXY_REPLY.PHASE_REFUSED, gen, phase}
+end
+-- Only an external proxy comes back from failed: a managed one's delete is queued.
+if phase == 'failed' and to == 'ready' and redis.call('HGET', pkey, 'external') ~= '1' then
   return {PROXY_REPLY.PHASE_REFUSED, gen, phase}
 end
 if ARGV[8] == '1' and cur[4] and cur[4] ~= '' then return {PROXY_REPLY.LEASED, gen, phase, cur[4]} end
@@ -114,7 +119,9 @@ if ended ~= '' then
   event(EVENT.LEASE_REVOKED, event_id, now_raw, id, provider, ended,
     acted(owner, '', {'reason', json_str(why)}))
 end
-if to == 'failed' then
+-- A failed external proxy (a static provider's source lists it) is kept, re-probed, until
+-- its source drops it: nothing outside Proxyfleet is ever deleted.
+if to == 'failed' and redis.call('HGET', pkey, 'external') ~= '1' then
   intent_delete(provider, id, new_gen, reason)
 elseif to == 'deleting' then
   intent_delete(provider, id, new_gen, ARGV[10])
