@@ -33,6 +33,7 @@ def test_every_subject_family_is_documented() -> None:
         subjects.event_subject("proxy.{rotation}"),
         subjects.event_subject("pool.{change}"),
         subjects.event_subject("lease.{action}"),
+        subjects.event_subject("source.{problem}"),
         subjects.probe_subject("{proxy_id}"),
         subjects.resources_request(provider),
         None,  # the reply to a resources request goes to the asker's inbox

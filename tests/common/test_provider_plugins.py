@@ -1,4 +1,4 @@
-"""Provider types as plugins: the workspace's four types are found through their entry
+"""Provider types as plugins: the workspace's five types are found through their entry
 points, and a type registered at runtime (a fake `aws`) parses, is checked, and has its
 placement validated on the API's path, with no edit to libs/common or the API."""
 
@@ -71,7 +71,7 @@ def aws() -> Iterator[ProviderType[AwsProviderConfig]]:
 
 def test_the_workspace_types_are_found_through_their_entry_points() -> None:
     named = {point.name for point in entry_points(group=ENTRY_POINT_GROUP)}
-    assert named == {"local", "kvm", "gcp", "kubernetes"}
+    assert named == {"local", "kvm", "gcp", "kubernetes", "static"}
     assert set(provider_types()) == named
     assert all(kind.name == name for name, kind in provider_types().items())
 

@@ -20,6 +20,9 @@ ALLOWED: dict[tuple[str, str], str] = {
     ("libs/common/src/proxyfleet/common/domain/pool_spec.py", "kubernetes"): (
         "Owner.KUBERNETES: a pool declared by a Kubernetes resource, not a provider type"
     ),
+    ("services/api/src/proxyfleet/api/http/docs_ui.py", "static"): (
+        "the API's folder of static assets (Redoc's script), not a provider type"
+    ),
     ("tools/devstack/src/proxyfleet/devstack/commands.py", "local"): (
         "the dev stack runs the local provisioner for its provider instance named local"
     ),

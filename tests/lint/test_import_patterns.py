@@ -11,6 +11,7 @@ PROVISIONERS = [
     "proxyfleet.provisioner_k8s",
     "proxyfleet.provisioner_kvm",
     "proxyfleet.provisioner_local",
+    "proxyfleet.provisioner_static",
 ]
 
 

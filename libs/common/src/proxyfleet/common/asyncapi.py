@@ -61,6 +61,7 @@ _PARAMETERS = {
     "proxy_id": "Id of the probed proxy.",
     "rotation": "drained, quarantined or unquarantined.",
     "change": "applied, scaled, recycling, condition, deleting or deleted.",
+    "problem": "entry_rejected or load_failed.",
 }
 _PHASES = [str(phase) for phase in Phase]
 
@@ -76,6 +77,7 @@ _ENUMS = {
     "rotation": _kinds("proxy", [*_PHASES, "adopted"]),
     "change": _kinds("pool"),
     "action": _kinds("lease"),
+    "problem": _kinds("source"),
 }
 _PLACEHOLDER = re.compile(r"\{(\w+)\}")
 
@@ -137,6 +139,16 @@ _PUBLISHED: list[tuple[str, Any, JStream | None, str, str]] = [
         "publish",
         "A lease event (`lease_id` and `provider` set), kept 7 days, published by the api's "
         "outbox relay.",
+    ),
+    (
+        subjects.event_subject("source.{problem}"),
+        _body(Event),
+        _EVENTS,
+        "publish",
+        "A static provider's source (`provider` set, `proxy_id` empty), kept 7 days, published "
+        "by its provisioner's outbox relay: entry_rejected, one per bad line of a load "
+        "(`source`, `line`, `reason`; never the line's text), load_failed (`source`, "
+        "`reason`: unreachable, HTML, held by the empty guard).",
     ),
     (
         subjects.probe_subject("{proxy_id}"),

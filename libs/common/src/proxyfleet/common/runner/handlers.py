@@ -9,6 +9,8 @@ decide who moves a proxy, and the adapter adopts a resource that already exists.
 
 from __future__ import annotations
 
+from typing import Any
+
 from proxyfleet.common.core.clock import Clock
 from proxyfleet.common.core.errors import (
     Conflict,
@@ -120,6 +122,13 @@ class IntentHandler:
         # A create that landed in another zone moves the proxy there in the same script
         # that records the result (and the booting event says so); the same zone is no move.
         zone = done.zone or proxy.zone
+        # A provider that chose the credentials or scheme (a vendor session) stores them
+        # with the address, in the same step.
+        chosen: dict[str, Any] = {}
+        if done.username:
+            chosen = {"username": done.username, "password": done.password}
+        if done.scheme is not None:
+            chosen["scheme"] = done.scheme
         try:
             moved = await self._registry.transition(
                 proxy.id,
@@ -130,6 +139,7 @@ class IntentHandler:
                 resource_id=done.resource_id,
                 boot_deadline=self._clock.now() + self._settings.boot_timeout,
                 zone=zone,
+                **chosen,
             )
         except (Conflict, NotFound):
             return await self._after_lost_race(proxy.id, done)

@@ -61,6 +61,11 @@ class Outbox:
             if "BUSYGROUP" not in str(exc):
                 raise
 
+    async def append(self, subject: str, msg_id: str, body: bytes) -> None:
+        """Queue one message the way the scripts do (`outbox_add` in _lib.lua): for an
+        event that is no state change of the store (a static provider's bad line)."""
+        await self._redis.xadd(self.key, {"s": subject, "i": msg_id, "d": body})
+
     async def read(self, consumer: str, count: int) -> list[OutboxEntry]:
         """New entries for `consumer`, at most `count`, without waiting (no BLOCK: the
         relay polls when idle, so it never holds a pooled connection and stops at once)."""

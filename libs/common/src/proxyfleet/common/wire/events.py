@@ -49,6 +49,12 @@ class EventType(enum.StrEnum):
     """A condition of its status changed (`condition`, `status`, `reason`, `message`)."""
     POOL_DELETING = "pool.deleting"
     POOL_DELETED = "pool.deleted"
+    SOURCE_ENTRY_REJECTED = "source.entry_rejected"
+    """A line of a static provider's source is no proxy (`source`, `line`, `reason`; never
+    the line's text: it may hold credentials). The source's good lines still apply."""
+    SOURCE_LOAD_FAILED = "source.load_failed"
+    """A static provider's source could not be loaded, or its load was held by the empty
+    guard (`source`, `reason`); the last load is kept."""
 
     @classmethod
     def of_phase(cls, phase: Phase) -> EventType:
@@ -70,6 +76,8 @@ class EventData(msgspec.Struct, kw_only=True, omit_defaults=True):
     `shared_with` (the other proxies' ids, at most a few); lease.granted: `egress_ip` when
     its proxy's address is known;
     pool.*: see EventType.
+    source.*: `source` (the source's key: `sources[<i>]`, its name, `api`), `line` (1-based;
+    for `api` the entry's id is in `reason`), `reason`.
     """
 
     from_: str | None = msgspec.field(default=None, name="from")
@@ -94,6 +102,8 @@ class EventData(msgspec.Struct, kw_only=True, omit_defaults=True):
     egress_ip: str | None = None
     from_egress_ip: str | None = None
     shared_with: list[str] | None = None
+    source: str | None = None
+    line: int | None = None
 
 
 # The docstring is the AsyncAPI document's: the Lua `event` writes it with `event_json`,

@@ -192,6 +192,12 @@ class Provisioned(msgspec.Struct, kw_only=True):
     """The provider zone the resource landed in when it is not the one the spec asked for
     (a create that failed over to another zone); "" = as requested. The runner moves the
     proxy to it in the registry with the create's result."""
+    username: str = ""
+    password: str = ""
+    """The credentials the proxy takes when the provider chose them (a vendor session of a
+    static provider); "" = the spec's. Never logged."""
+    scheme: Scheme | None = None
+    """How to speak to it when the provider says (a vendor's gateway); None = as stored."""
 
 
 class ManagedResource(msgspec.Struct, kw_only=True):

@@ -1,0 +1,281 @@
+"""The syncer: keeps a static provider's registry entries what its sources list.
+
+Every `sync_interval` (and at once on SIGHUP, which also re-reads every file and URL) it
+reads the sources that are due, the runtime-added entries when their version moved, and
+this provider's proxies; plans (pure.plan) and acts through the store's normal paths: new
+proxies by the create script (proxy.pending, max_proxies and the create intent as for every
+provider), drains by the pools' withhold script, forgetting by the move to deleting under
+an unleased-only check. A bad line is a `source.entry_rejected` event and a metric; a
+failed or held load a `source.load_failed` event, its last good load kept.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import signal
+
+import httpx
+import msgspec
+
+from proxyfleet.common.core.clock import Clock
+from proxyfleet.common.core.errors import (
+    Conflict,
+    MessagingUnavailable,
+    StoreError,
+    StoreUnavailable,
+)
+from proxyfleet.common.core.ids import new_event_id
+from proxyfleet.common.observability.logging import get_logger
+from proxyfleet.common.store import PoolStore, ProviderEntries, ProxyRegistry
+from proxyfleet.common.wire.events import Event, EventData, EventType
+from proxyfleet.common.wire.models import Phase, Proxy, Withheld
+from proxyfleet.common.wire.subjects import event_subject
+from proxyfleet.provisioner_static import metrics
+from proxyfleet.provisioner_static.pure.config import StaticProviderConfig, source_key
+from proxyfleet.provisioner_static.pure.desired import (
+    API,
+    AddedLine,
+    api_load,
+    file_load,
+    inline_load,
+    vendor_load,
+)
+from proxyfleet.provisioner_static.pure.lines import Rejected, parse_lines
+from proxyfleet.provisioner_static.pure.plan import Desired, Plan, SourceLoad, plan_sync
+from proxyfleet.provisioner_static.settings import StaticProvisionerSettings
+from proxyfleet.provisioner_static.sources import AddedEntries, SourceReader, SourceUnavailable
+
+log = get_logger("proxyfleet.provisioner.static")
+PAGE = 500
+_encode = msgspec.json.Encoder().encode
+
+
+class Syncer:
+    def __init__(
+        self,
+        entry: StaticProviderConfig,
+        *,
+        registry: ProxyRegistry,
+        pools: PoolStore,
+        entries: ProviderEntries,
+        settings: StaticProvisionerSettings,
+        clock: Clock,
+    ) -> None:
+        self._entry = entry
+        self._name = entry.name
+        self._registry = registry
+        self._pools = pools
+        self._settings = settings
+        self._clock = clock
+        self._added = AddedEntries(entries, entry.name)
+        self._fixed = [inline_load(entry), vendor_load(entry)]
+        self._files: dict[str, SourceLoad] = {}
+        """Each file or URL source's last good load."""
+        self._texts: dict[str, str] = {}
+        """Each one's last text read: its bad lines are reported when it changes."""
+        self._due: dict[int, float] = {}
+        self._api = SourceLoad(API, None)
+        self._hup = asyncio.Event()
+        self._over_max = 0
+
+    def hup(self) -> None:
+        """Re-read every source at the next sync, now (SIGHUP)."""
+        self._hup.set()
+
+    async def run(self, stop: asyncio.Event) -> None:
+        loop = asyncio.get_running_loop()
+        loop.add_signal_handler(signal.SIGHUP, self.hup)
+        limits = httpx.Timeout(self._settings.source_timeout)
+        try:
+            async with httpx.AsyncClient(timeout=limits, follow_redirects=True) as http:
+                reader = SourceReader(http, self._settings.source_max_bytes)
+                while not stop.is_set():
+                    try:
+                        await self.sync_once(reader)
+                    except (StoreUnavailable, MessagingUnavailable) as exc:
+                        log.warning("static.sync_failed", provider=self._name, error=str(exc))
+                    await _first(stop, self._hup, self._settings.sync_interval)
+        finally:
+            loop.remove_signal_handler(signal.SIGHUP)
+
+    async def sync_once(self, reader: SourceReader) -> Plan:
+        """Read what is due, plan, act; the plan acted on."""
+        everything = self._hup.is_set()
+        self._hup.clear()
+        loaded = await self._read_sources(reader, everything)
+        if await self._added.changed():
+            await self._read_added()
+        proxies = await self._proxies()
+        loads = [*self._fixed, *self._file_loads(), self._api]
+        plan = plan_sync(
+            loads,
+            proxies,
+            max_proxies=self._entry.max_proxies,
+            empty_guard=self._entry.static.empty_guard,
+        )
+        await self._report_plan(plan, loaded)
+        await self._act(plan)
+        return plan
+
+    # ---- reading ---------------------------------------------------------------------
+
+    def _file_loads(self) -> list[SourceLoad]:
+        keys = [source_key(i, s) for i, s in enumerate(self._entry.static.sources)]
+        return [self._files.get(key, SourceLoad(key, None, guarded=True)) for key in keys]
+
+    async def _read_sources(self, reader: SourceReader, everything: bool) -> set[str]:
+        """Read the due sources (all of them: `everything`); the keys loaded."""
+        now, loaded = self._clock.now(), set()
+        for i, source in enumerate(self._entry.static.sources):
+            if not everything and now < self._due.get(i, 0.0):
+                continue
+            self._due[i] = now + source.refresh
+            key = source_key(i, source)
+            try:
+                text = await reader.read(source)
+            except SourceUnavailable as exc:
+                metrics.LOADS.labels(self._name, key, "failed").inc()
+                log.warning("static.source_load_failed", provider=self._name, source=key,
+                            error=str(exc))  # fmt: skip
+                await self._event(EventType.SOURCE_LOAD_FAILED, key, str(exc))
+                continue
+            parsed = parse_lines(text.splitlines(), source.scheme)
+            if everything or self._texts.get(key) != text:
+                await self._reject(key, [(r.line, r) for r in parsed.rejected])
+            self._texts[key] = text
+            self._files[key] = file_load(self._entry, i, source, parsed)
+            metrics.ENTRIES.labels(self._name, key).set(len(parsed.entries))
+            loaded.add(key)
+        return loaded
+
+    async def _read_added(self) -> None:
+        stored = self._added.entries or {}
+        added = [AddedLine(i, e.line, e.zone, e.labels, e.name) for i, e in stored.items()]
+        self._api, bad = api_load(self._entry, added)
+        for entry_id, rejected in bad:
+            reason = f"entry {entry_id}: {rejected.reason}"
+            await self._reject(API, [(0, Rejected(0, reason, rejected.kind))])
+        metrics.ENTRIES.labels(self._name, API).set(len(self._api.entries or []))
+
+    async def _reject(self, key: str, rejected: list[tuple[int, Rejected]]) -> None:
+        for number, r in rejected:
+            metrics.REJECTED.labels(self._name, key, r.kind).inc()
+            log.warning("static.entry_rejected", provider=self._name, source=key, line=number,
+                        reason=r.reason)  # fmt: skip
+            await self._event(EventType.SOURCE_ENTRY_REJECTED, key, r.reason, number or None)
+
+    async def _event(
+        self, kind: EventType, source: str, reason: str, line: int | None = None
+    ) -> None:
+        event = Event(
+            type=kind, id=new_event_id(), time=self._clock.now(), proxy_id="",
+            provider=self._name, data=EventData(source=source, line=line, reason=reason),
+        )  # fmt: skip
+        await self._registry.outbox.append(event_subject(kind), event.id, _encode(event))
+
+    async def _proxies(self) -> list[Proxy]:
+        out, cursor = [], ""
+        while True:
+            page, cursor = await self._registry.provider_page(self._name, cursor=cursor, limit=PAGE)
+            out += page
+            if not cursor:
+                return out
+
+    # ---- acting ----------------------------------------------------------------------
+
+    async def _report_plan(self, plan: Plan, loaded: set[str]) -> None:
+        for held in plan.held:
+            if held.source in loaded:  # once per load, not once per sync
+                guard = self._entry.static.empty_guard
+                reason = (
+                    f"held by the empty guard: it would remove {held.removed} of its"
+                    f" {held.had} proxies (empty_guard {guard:g}%)"
+                )
+                metrics.LOADS.labels(self._name, held.source, "held").inc()
+                log.warning("static.source_load_held", provider=self._name, source=held.source,
+                            removed=held.removed, had=held.had)  # fmt: skip
+                await self._event(EventType.SOURCE_LOAD_FAILED, held.source, reason)
+        held_keys = {h.source for h in plan.held}
+        for key in loaded - held_keys:
+            metrics.LOADS.labels(self._name, key, "ok").inc()
+        if len(plan.over_max) != self._over_max:
+            self._over_max = len(plan.over_max)
+            metrics.NOT_REGISTERED.labels(self._name).set(self._over_max)
+            if plan.over_max:
+                log.warning(
+                    "static.over_max_proxies",
+                    provider=self._name,
+                    count=len(plan.over_max),
+                    max_proxies=self._entry.max_proxies,
+                )
+
+    async def _act(self, plan: Plan) -> None:
+        if plan.add:
+            await self._add(plan.add)
+        for proxy_id in plan.drain:
+            await self._drain(proxy_id)
+        for proxy_id in plan.delete:
+            await self._forget(proxy_id)
+        for proxy_id, fields in plan.update:
+            try:
+                await self._registry.update(proxy_id, expected_gen=None, **fields)
+            except StoreError as exc:  # moved on meanwhile: the next sync sees it
+                log.info("static.update_skipped", proxy_id=proxy_id, error=str(exc))
+                continue
+            log.info("static.proxy_updated", proxy_id=proxy_id, fields=sorted(fields))
+
+    async def _add(self, desired: list[Desired]) -> None:
+        now = self._clock.now()
+        proxies = [_pending(self._name, d, now) for d in desired]
+        try:
+            made = await self._registry.create_many(proxies, max_proxies=self._entry.max_proxies)
+        except Conflict as exc:  # max_proxies reached meanwhile: the next sync plans again
+            log.warning("static.create_refused", provider=self._name, error=str(exc))
+            return
+        log.info("static.proxies_added", provider=self._name, count=len(made.ids),
+                 sources=sorted({d.source for d in desired}))  # fmt: skip
+
+    async def _drain(self, proxy_id: str) -> None:
+        try:
+            drained = await self._pools.withhold(
+                proxy_id, Withheld.DRAINING, "its source no longer lists it"
+            )
+        except StoreError as exc:
+            log.info("static.drain_skipped", proxy_id=proxy_id, error=str(exc))
+            return
+        if drained:
+            log.info("static.proxy_drained", provider=self._name, proxy_id=proxy_id)
+
+    async def _forget(self, proxy_id: str) -> None:
+        try:
+            await self._registry.transition(
+                proxy_id, Phase.DELETING, unleased_only=True,
+                delete_reason="its source no longer lists it",
+            )  # fmt: skip
+        except StoreError as exc:  # leased since, or gone: the next sync sees
+            log.info("static.forget_skipped", proxy_id=proxy_id, error=str(exc))
+            return
+        log.info("static.proxy_forgotten", provider=self._name, proxy_id=proxy_id)
+
+
+def _pending(provider: str, d: Desired, now: float) -> Proxy:
+    """A new proxy for an upstream: pending (its create intent finds where it listens in
+    its placement), external (never deleted outside, kept failed while listed)."""
+    return Proxy(
+        id=d.id, provider=provider, zone=d.zone, phase=Phase.PENDING, gen=0,
+        username=d.line.username, password=d.line.password, created_at=now, updated_at=now,
+        labels=dict(d.labels), placement=d.placement(), scheme=d.line.scheme, external=True,
+    )  # fmt: skip
+
+
+async def _first(stop: asyncio.Event, hup: asyncio.Event, seconds: float) -> None:
+    """Until `stop` or `hup` is set, or `seconds` passed."""
+    waits = [asyncio.ensure_future(stop.wait()), asyncio.ensure_future(hup.wait())]
+    try:
+        await asyncio.wait(waits, timeout=seconds, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waits:
+            w.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(*waits, return_exceptions=True)
