@@ -20,10 +20,11 @@ from proxyfleet.provisioner_gcp.main import SERVICE as GCP
 from proxyfleet.provisioner_k8s.main import SERVICE as K8S
 from proxyfleet.provisioner_kvm.main import SERVICE as KVM
 from proxyfleet.provisioner_local.main import SERVICE as LOCAL
+from proxyfleet.provisioner_static.main import SERVICE as STATIC
 
 CONFIGURATION = Path(__file__).resolve().parents[2] / "docs" / "configuration.md"
 SERVICES: list[Service[Any]] = [
-    API, LOCAL, KVM, GCP, K8S, HEALTH, GC, POOLS, GATEWAY, POOL_OPERATOR,
+    API, LOCAL, KVM, GCP, K8S, STATIC, HEALTH, GC, POOLS, GATEWAY, POOL_OPERATOR,
 ]  # fmt: skip
 
 

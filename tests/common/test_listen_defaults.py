@@ -21,6 +21,7 @@ def test_every_listening_address_defaults_to_loopback() -> None:
         ("provisioner-kvm", "--metrics-host"): "127.0.0.1",
         ("provisioner-gcp", "--metrics-host"): "127.0.0.1",
         ("provisioner-k8s", "--metrics-host"): "127.0.0.1",
+        ("provisioner-static", "--metrics-host"): "127.0.0.1",
         ("health", "--metrics-host"): "127.0.0.1",
         ("gc", "--metrics-host"): "127.0.0.1",
         ("pools", "--metrics-host"): "127.0.0.1",

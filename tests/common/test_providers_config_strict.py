@@ -82,6 +82,16 @@ def test_strict_yaml_keeps_documents_as_pyyaml_reads_them() -> None:
 def test_a_zone_listed_twice_is_refused() -> None:
     message = _refused(BASE.replace("[local-a, local-b]", "[local-a, local-b, local-a]"))
     assert "key providers[0].zones: zone 'local-a' listed twice" in message
+    assert message.endswith(f"(line {strict_yaml.line_of(BASE, 'providers[0].zones')})")
+
+
+def test_line_of_finds_a_key_or_its_nearest_enclosing_one() -> None:
+    text = "a:\n  - x: 1\n  - x: 2\n    y: [p, q]\nb: {}\n"
+    assert strict_yaml.line_of(text, "a[1].y[1]") == 4
+    assert strict_yaml.line_of(text, "a[1].x") == 3
+    assert strict_yaml.line_of(text, "a[1].missing") == 3
+    assert strict_yaml.line_of(text, "a[7]") == 2
+    assert strict_yaml.line_of("a: [", "a") is None
 
 
 @pytest.mark.parametrize(

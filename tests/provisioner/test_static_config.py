@@ -144,3 +144,14 @@ def test_parse_entry_refuses_a_bad_line_without_its_password(line: str, message:
     with pytest.raises(InvalidInput, match=message) as err:
         parse_entry(parse(), line)
     assert "hunter2" not in str(err.value)
+
+
+def test_a_bad_inline_proxy_is_refused_with_its_line_in_the_file() -> None:
+    text = CONFIG.replace('"socks5h://10.0.0.2:1080"', '"socks5h://10.0.0.2:0"')
+    line = 1 + text.splitlines().index(next(x for x in text.splitlines() if ":0" in x))
+    with pytest.raises(ConfigError) as err:
+        parse(text)
+    assert str(err.value) == (
+        "providers.yaml: key providers[0].static.proxies[1].url: port out of range:"
+        f" expected 1-65535 (line {line})"
+    )

@@ -41,7 +41,7 @@ def syncer(
 
 SERVICE = provisioner_service(
     PROVIDER_TYPE,
-    "upstreams it did not create (no provisioning)",
+    "entries of its sources (upstreams it never starts or stops)",
     make_provider,
     StaticProvisionerSettings,
     components=syncer,

@@ -1,6 +1,7 @@
 """YAML that refuses a key given twice in one mapping (PyYAML keeps the last, silently).
 
-Pure: `load(text)` returns plain Python data or raises `DuplicateKey` / `yaml.YAMLError`.
+Pure: `load(text)` returns plain Python data or raises `DuplicateKey` / `yaml.YAMLError`;
+`line_of(text, key)` finds where a key (a msgspec location) is written.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ _Loader: type[yaml.SafeLoader] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _MERGE = "tag:yaml.org,2002:merge"
 
 
+_STEP = re.compile(r"\.?(?P<key>[^.\[\]]+)|\[(?P<index>\d+)\]")
 _LOC = re.compile(r" - at `\$(?P<loc>[^`]*)`$")
 
 
@@ -68,3 +70,30 @@ def _check(node: yaml.Node, path: str, seen: set[int]) -> None:
     elif isinstance(node, yaml.SequenceNode):
         for i, item in enumerate(node.value):
             _check(item, f"{path}[{i}]", seen)
+
+
+def line_of(text: str | bytes, key: str) -> int | None:
+    """The 1-based line where `key` (`providers[0].static.proxies[2].url`) is written, or
+    of its nearest enclosing key that is; None when the text does not parse."""
+    try:
+        node = _Loader(text).get_single_node()
+    except yaml.YAMLError:
+        return None
+    line = None
+    for step in _STEP.finditer(key):
+        if node is None:
+            break
+        line = node.start_mark.line + 1
+        node = _child(node, step["key"], step["index"])
+    return node.start_mark.line + 1 if node is not None else line
+
+
+def _child(node: yaml.Node, key: str | None, index: str | None) -> yaml.Node | None:
+    if index is not None and isinstance(node, yaml.SequenceNode):
+        i = int(index)
+        return node.value[i] if i < len(node.value) else None
+    if key is not None and isinstance(node, yaml.MappingNode):
+        for key_node, value_node in node.value:
+            if isinstance(key_node, yaml.ScalarNode) and key_node.value == key:
+                return value_node  # type: ignore[no-any-return]
+    return None

@@ -26,6 +26,7 @@ from proxyfleet.common.providers.registry import ENTRY_POINT_GROUP, provider_typ
 C = TypeVar("C", bound=ProviderConfig)
 _MISSING = re.compile(r"Object missing required field `(?P<field>[^`]+)`")
 _ENTRY = re.compile(r"providers\[(?P<i>\d+)\]")
+_KEY = re.compile(r"key (?P<key>providers\[\d+\][^:\s]*)")
 
 
 class ProvidersConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -74,7 +75,10 @@ def parse_providers_config(text: str | bytes, path: str) -> ProvidersConfig:
     except msgspec.ValidationError as exc:
         raise ConfigError(_explain(path, str(exc), data)) from None
     cfg = ProvidersConfig(providers=list(document.providers), pools=parse_pools(pools, path))
-    _check_semantics(cfg, path, types)
+    try:
+        _check_semantics(cfg, path, types)
+    except ConfigError as exc:
+        raise ConfigError(_with_line(str(exc), path, text)) from None
     return cfg
 
 
@@ -130,6 +134,14 @@ def _explain(path: str, message: str, data: object) -> str:
         if isinstance(found, dict) and found.get("type") == section:
             return f"{path}: key {where}.{section}: required for type {section!r}"
     return f"{path}: key {where or '(top level)'}: {what}"
+
+
+def _with_line(message: str, path: str, text: str | bytes) -> str:
+    """A check's message with the line of the key it names (a list item: which line of
+    the list), so an entry's own list (a static provider's proxies) points at the line."""
+    found = _KEY.match(message, len(path) + 2) if message.startswith(f"{path}: ") else None
+    line = strict_yaml.line_of(text, found["key"]) if found else None
+    return f"{message} (line {line})" if line else message
 
 
 def _check_semantics(
