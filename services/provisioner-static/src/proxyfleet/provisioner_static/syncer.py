@@ -16,7 +16,6 @@ import contextlib
 import signal
 
 import httpx
-import msgspec
 
 from proxyfleet.common.core.clock import Clock
 from proxyfleet.common.core.errors import (
@@ -25,13 +24,10 @@ from proxyfleet.common.core.errors import (
     StoreError,
     StoreUnavailable,
 )
-from proxyfleet.common.core.ids import new_event_id
+from proxyfleet.common.core.ids import new_id
 from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.store import PoolStore, ProviderEntries, ProxyRegistry
-from proxyfleet.common.wire.events import Event, EventData, EventType
 from proxyfleet.common.wire.models import Phase, Proxy, Withheld
-from proxyfleet.common.wire.subjects import event_subject
-from proxyfleet.provisioner_static import metrics
 from proxyfleet.provisioner_static.pure.config import StaticProviderConfig, source_key
 from proxyfleet.provisioner_static.pure.desired import (
     API,
@@ -43,12 +39,12 @@ from proxyfleet.provisioner_static.pure.desired import (
 )
 from proxyfleet.provisioner_static.pure.lines import Rejected, parse_lines
 from proxyfleet.provisioner_static.pure.plan import Desired, Plan, SourceLoad, plan_sync
+from proxyfleet.provisioner_static.reports import Reports
 from proxyfleet.provisioner_static.settings import StaticProvisionerSettings
 from proxyfleet.provisioner_static.sources import AddedEntries, SourceReader, SourceUnavailable
 
 log = get_logger("proxyfleet.provisioner.static")
 PAGE = 500
-_encode = msgspec.json.Encoder().encode
 
 
 class Syncer:
@@ -77,7 +73,11 @@ class Syncer:
         self._due: dict[int, float] = {}
         self._api = SourceLoad(API, None)
         self._hup = asyncio.Event()
-        self._over_max = 0
+        self._reports = Reports(entry.name, registry.outbox, clock)
+        # One replica syncs at a time (the others would only repeat its writes and events).
+        self._lock, self._token = f"static-sync:{entry.name}", new_id("y", 8)
+        reads = settings.source_timeout * (len(entry.static.sources) + 1)
+        self._lock_ttl = 10 * settings.sync_interval + reads
 
     def hup(self) -> None:
         """Re-read every source at the next sync, now (SIGHUP)."""
@@ -98,11 +98,16 @@ class Syncer:
                     await _first(stop, self._hup, self._settings.sync_interval)
         finally:
             loop.remove_signal_handler(signal.SIGHUP)
+            with contextlib.suppress(StoreUnavailable):
+                await self._registry.locks.release([self._lock], self._token)
 
-    async def sync_once(self, reader: SourceReader) -> Plan:
-        """Read what is due, plan, act; the plan acted on."""
+    async def sync_once(self, reader: SourceReader) -> Plan | None:
+        """Read what is due, plan, act; the plan acted on (None: another replica syncs)."""
         everything = self._hup.is_set()
         self._hup.clear()
+        [holder] = await self._registry.locks.acquire([self._lock], self._token, self._lock_ttl)
+        if holder != self._token:
+            return None
         loaded = await self._read_sources(reader, everything)
         if await self._added.changed():
             await self._read_added()
@@ -135,17 +140,13 @@ class Syncer:
             try:
                 text = await reader.read(source)
             except SourceUnavailable as exc:
-                metrics.LOADS.labels(self._name, key, "failed").inc()
-                log.warning("static.source_load_failed", provider=self._name, source=key,
-                            error=str(exc))  # fmt: skip
-                await self._event(EventType.SOURCE_LOAD_FAILED, key, str(exc))
+                await self._reports.load_failed(key, str(exc))
                 continue
             parsed = parse_lines(text.splitlines(), source.scheme)
-            if everything or self._texts.get(key) != text:
-                await self._reject(key, [(r.line, r) for r in parsed.rejected])
+            if everything or self._texts.get(key) != text:  # each bad line once per change
+                await self._reports.rejected(key, parsed.rejected)
             self._texts[key] = text
             self._files[key] = file_load(self._entry, i, source, parsed)
-            metrics.ENTRIES.labels(self._name, key).set(len(parsed.entries))
             loaded.add(key)
         return loaded
 
@@ -153,26 +154,9 @@ class Syncer:
         stored = self._added.entries or {}
         added = [AddedLine(i, e.line, e.zone, e.labels, e.name) for i, e in stored.items()]
         self._api, bad = api_load(self._entry, added)
-        for entry_id, rejected in bad:
-            reason = f"entry {entry_id}: {rejected.reason}"
-            await self._reject(API, [(0, Rejected(0, reason, rejected.kind))])
-        metrics.ENTRIES.labels(self._name, API).set(len(self._api.entries or []))
-
-    async def _reject(self, key: str, rejected: list[tuple[int, Rejected]]) -> None:
-        for number, r in rejected:
-            metrics.REJECTED.labels(self._name, key, r.kind).inc()
-            log.warning("static.entry_rejected", provider=self._name, source=key, line=number,
-                        reason=r.reason)  # fmt: skip
-            await self._event(EventType.SOURCE_ENTRY_REJECTED, key, r.reason, number or None)
-
-    async def _event(
-        self, kind: EventType, source: str, reason: str, line: int | None = None
-    ) -> None:
-        event = Event(
-            type=kind, id=new_event_id(), time=self._clock.now(), proxy_id="",
-            provider=self._name, data=EventData(source=source, line=line, reason=reason),
-        )  # fmt: skip
-        await self._registry.outbox.append(event_subject(kind), event.id, _encode(event))
+        named = [Rejected(0, f"entry {entry_id}: {r.reason}", r.kind) for entry_id, r in bad]
+        await self._reports.rejected(API, named)
+        self._reports.loaded(API, len(self._api.entries or []))
 
     async def _proxies(self) -> list[Proxy]:
         out, cursor = [], ""
@@ -185,30 +169,13 @@ class Syncer:
     # ---- acting ----------------------------------------------------------------------
 
     async def _report_plan(self, plan: Plan, loaded: set[str]) -> None:
-        for held in plan.held:
-            if held.source in loaded:  # once per load, not once per sync
-                guard = self._entry.static.empty_guard
-                reason = (
-                    f"held by the empty guard: it would remove {held.removed} of its"
-                    f" {held.had} proxies (empty_guard {guard:g}%)"
-                )
-                metrics.LOADS.labels(self._name, held.source, "held").inc()
-                log.warning("static.source_load_held", provider=self._name, source=held.source,
-                            removed=held.removed, had=held.had)  # fmt: skip
-                await self._event(EventType.SOURCE_LOAD_FAILED, held.source, reason)
-        held_keys = {h.source for h in plan.held}
-        for key in loaded - held_keys:
-            metrics.LOADS.labels(self._name, key, "ok").inc()
-        if len(plan.over_max) != self._over_max:
-            self._over_max = len(plan.over_max)
-            metrics.NOT_REGISTERED.labels(self._name).set(self._over_max)
-            if plan.over_max:
-                log.warning(
-                    "static.over_max_proxies",
-                    provider=self._name,
-                    count=len(plan.over_max),
-                    max_proxies=self._entry.max_proxies,
-                )
+        held = {h.source: h for h in plan.held}
+        for key in loaded:  # once per load, not once per sync
+            if key in held:
+                await self._reports.held(held[key], self._entry.static.empty_guard)
+            else:
+                self._reports.loaded(key, len(self._files[key].entries or []))
+        self._reports.over_max(len(plan.over_max), self._entry.max_proxies)
 
     async def _act(self, plan: Plan) -> None:
         if plan.add:
