@@ -15,7 +15,8 @@ _YAML = re.compile(r"```yaml\n(.*?)```", re.DOTALL)
 
 def _examples() -> list[tuple[str, str]]:
     found = []
-    for doc in ("docs/configuration.md", "docs/kvm-provider.md", "docs/gcp-provider.md"):
+    docs = ("configuration", "kvm-provider", "gcp-provider", "static-provider")
+    for doc in (f"docs/{name}.md" for name in docs):
         for block in _YAML.findall((ROOT / doc).read_text()):
             if block.startswith("providers:"):
                 found.append((doc, block))
@@ -33,4 +34,5 @@ def test_each_doc_has_an_example() -> None:
         "docs/configuration.md",
         "docs/kvm-provider.md",
         "docs/gcp-provider.md",
+        "docs/static-provider.md",
     }
