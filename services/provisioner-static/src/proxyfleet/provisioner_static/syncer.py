@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
+from collections.abc import Callable
 
 import httpx
 
@@ -85,7 +86,7 @@ class Syncer:
 
     async def run(self, stop: asyncio.Event) -> None:
         loop = asyncio.get_running_loop()
-        loop.add_signal_handler(signal.SIGHUP, self.hup)
+        _on_hup(loop, self.hup)
         limits = httpx.Timeout(self._settings.source_timeout)
         try:
             async with httpx.AsyncClient(timeout=limits, follow_redirects=True) as http:
@@ -97,7 +98,7 @@ class Syncer:
                         log.warning("static.sync_failed", provider=self._name, error=str(exc))
                     await _first(stop, self._hup, self._settings.sync_interval)
         finally:
-            loop.remove_signal_handler(signal.SIGHUP)
+            _on_hup(loop, self.hup, remove=True)
             with contextlib.suppress(StoreUnavailable):
                 await self._registry.locks.release([self._lock], self._token)
 
@@ -234,6 +235,26 @@ def _pending(provider: str, d: Desired, now: float) -> Proxy:
         username=d.line.username, password=d.line.password, created_at=now, updated_at=now,
         labels=dict(d.labels), placement=d.placement(), scheme=d.line.scheme, external=True,
     )  # fmt: skip
+
+
+_HUP_LISTENERS: set[Callable[[], None]] = set()
+
+
+def _on_hup(loop: asyncio.AbstractEventLoop, hup: Callable[[], None], remove: bool = False) -> None:
+    """Call `hup` on SIGHUP (every syncer of the process: a loop has one handler per
+    signal), or no more."""
+    if remove:
+        _HUP_LISTENERS.discard(hup)
+        if not _HUP_LISTENERS:
+            loop.remove_signal_handler(signal.SIGHUP)
+        return
+    _HUP_LISTENERS.add(hup)
+    loop.add_signal_handler(signal.SIGHUP, _hup_all)
+
+
+def _hup_all() -> None:
+    for hup in list(_HUP_LISTENERS):
+        hup()
 
 
 async def _first(stop: asyncio.Event, hup: asyncio.Event, seconds: float) -> None:
