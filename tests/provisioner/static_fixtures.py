@@ -20,6 +20,7 @@ from proxyfleet.common.store import PoolStore, ProviderEntries, ProxyRegistry
 from proxyfleet.common.wire.events import Event, EventType
 from proxyfleet.provisioner_static.adapter import StaticProvider
 from proxyfleet.provisioner_static.pure.config import StaticProviderConfig
+from proxyfleet.provisioner_static.pure.lines import entry_id, parse_line
 from proxyfleet.provisioner_static.settings import StaticProvisionerSettings
 from proxyfleet.provisioner_static.syncer import Syncer
 
@@ -95,3 +96,10 @@ async def start_static(
     stop.set()
     for task in tasks:
         await asyncio.wait_for(task, 10)
+
+
+def line_id(provider: str, text: str) -> str:
+    """The proxy id of a source's line."""
+    line = parse_line(text)
+    assert line is not None, text
+    return entry_id(provider, line)

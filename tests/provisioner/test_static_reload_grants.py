@@ -20,10 +20,9 @@ from proxyfleet.common.store import LeaseStore, ProxyRegistry
 from proxyfleet.common.store.leases import GrantRequest, LeasePolicy
 from proxyfleet.common.wire.events import EventType
 from proxyfleet.common.wire.models import Lease, Phase, Withheld
-from proxyfleet.provisioner_static.pure.lines import entry_id, parse_line
 
 from .helpers import wait_for_phase, wait_until
-from .static_fixtures import Events, StartStatic, events, start_static, static_entry
+from .static_fixtures import Events, StartStatic, events, line_id, start_static, static_entry
 
 __all__ = ["events", "start_static"]  # fixtures
 
@@ -57,7 +56,7 @@ async def test_a_reload_while_grants_run_loses_no_lease(
     path = tmp_path / "mixed.txt"
     first = [line(i) for i in range(50)]
     path.write_text("\n".join(first) + "\n")
-    ids = [entry_id(provider_name, parse_line(text)) for text in first]  # type: ignore[arg-type]
+    ids = [line_id(provider_name, text) for text in first]
     entry = static_entry(provider_name, f"sources: [{{file: '{path}', refresh: 3600}}]")
     await start_static(entry)
     for proxy_id in ids:
@@ -106,7 +105,7 @@ async def test_a_reload_while_grants_run_loses_no_lease(
     await wait_until(drained, what="the removed proxies drained")
     after_drain = len(granted)
     for text in added:
-        new_id = entry_id(provider_name, parse_line(text))  # type: ignore[arg-type]
+        new_id = line_id(provider_name, text)
         await wait_for_phase(registry, new_id, Phase.BOOTING)
         await registry.transition(new_id, Phase.READY, last_ok_at=time.time())
     await wait_until(lambda: _async(len(granted) >= after_drain + 30), what="30 more leases")

@@ -30,10 +30,9 @@ from proxyfleet.common.store.leases import GrantRequest, LeasePolicy
 from proxyfleet.common.wire.events import EventType
 from proxyfleet.common.wire.models import Phase, ProxySpec, Scheme, Withheld
 from proxyfleet.provisioner_local.adapter import LocalProvider
-from proxyfleet.provisioner_static.pure.lines import entry_id, parse_line
 
 from .helpers import INSTALLATION, connect_status, wait_for_phase, wait_until
-from .static_fixtures import Events, StartStatic, events, start_static, static_entry
+from .static_fixtures import Events, StartStatic, events, line_id, start_static, static_entry
 
 __all__ = ["events", "start_static"]  # fixtures
 
@@ -87,7 +86,7 @@ async def test_a_file_source_is_registered_edited_and_reloaded_on_sighup(
     path.write_text("\n".join(first) + "\n")
     entry = static_entry(provider_name, f"sources: [{{file: '{path}', refresh: 3600, name: list}}]")
     lines = zip((a, b, c), first[1:], strict=True)
-    ids = {u: entry_id(provider_name, parse_line(line)) for u, line in lines}  # type: ignore[arg-type]
+    ids = {u: line_id(provider_name, line) for u, line in lines}
     await start_static(entry)
 
     for upstream, proxy_id in ids.items():
@@ -120,7 +119,7 @@ async def test_a_file_source_is_registered_edited_and_reloaded_on_sighup(
     path.write_text("\n".join(second) + "\n")
     os.kill(os.getpid(), signal.SIGHUP)
 
-    added = entry_id(provider_name, parse_line(second[4]))  # type: ignore[arg-type]
+    added = line_id(provider_name, second[4])
     await wait_for_phase(registry, added, Phase.BOOTING)
     await wait_until(lambda: _withheld(registry, ids[c]), what="the removed proxy drained")
     drained = await registry.get(ids[c])

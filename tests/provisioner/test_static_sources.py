@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 
 import pytest
 import redis.asyncio as aioredis
@@ -20,10 +21,9 @@ from proxyfleet.common.store import AddedEntry, ProviderEntries, ProxyRegistry
 from proxyfleet.common.wire.events import EventType
 from proxyfleet.common.wire.models import Phase, Proxy, Scheme
 from proxyfleet.provisioner_static.pure.config import parse_entry
-from proxyfleet.provisioner_static.pure.lines import entry_id, parse_line
 
 from .helpers import wait_for_phase, wait_until
-from .static_fixtures import Events, StartStatic, events, start_static, static_entry
+from .static_fixtures import Events, StartStatic, events, line_id, start_static, static_entry
 
 __all__ = ["events", "start_static"]  # fixtures
 
@@ -81,7 +81,7 @@ async def test_a_url_source_keeps_its_last_load_when_it_fails_or_empties(
     answer.body = "".join(f"10.9.0.{i}:3128:u:pw{i}\n" for i in range(1, 5))
     entry = static_entry(provider_name, f"sources: [{{url: '{url}', refresh: 3600}}]")
     syncer = await start_static(entry)
-    ids = [entry_id(provider_name, parse_line(f"10.9.0.{i}:3128:u:x")) for i in range(1, 5)]  # type: ignore[arg-type]
+    ids = [line_id(provider_name, f"10.9.0.{i}:3128:u:x") for i in range(1, 5)]
     for proxy_id in ids:
         await wait_for_phase(registry, proxy_id, Phase.BOOTING)
 
@@ -190,3 +190,31 @@ async def test_inline_vendor_and_added_entries_are_registered(
     assert await entries.remove(provider_name, added.id)
     await wait_for_phase(registry, added.id, Phase.DELETED)  # unleased: forgotten at once
     assert (await registry.get(member.id)).phase is Phase.BOOTING  # type: ignore[union-attr]
+
+
+async def test_a_file_missing_at_start_is_a_failed_load_until_it_appears(
+    start_static: StartStatic,
+    registry: ProxyRegistry,
+    events: Events,
+    provider_name: str,
+    tmp_path: Path,
+) -> None:
+    path = tmp_path / "later.txt"
+    big = tmp_path / "big.txt"
+    big.write_text("10.7.0.1:1\n" * 400_000)  # past --source-max-bytes (4 MB)
+    sources = f"[{{file: '{path}', refresh: 3600}}, {{file: '{big}', name: big}}]"
+    syncer = await start_static(static_entry(provider_name, f"sources: {sources}"))
+
+    def failed() -> dict[str, str]:
+        return {
+            e.data.source or "": e.data.reason or ""
+            for e in events.of_type(EventType.SOURCE_LOAD_FAILED)
+        }
+
+    await wait_until(lambda: _async(len(failed()) == 2), what="both loads failed")
+    assert failed()["sources[0]"].startswith("cannot read the file")
+    assert failed()["big"] == "larger than 4000000 bytes"
+    assert await _ours(registry, provider_name) == []
+    path.write_text("10.7.0.2:3128\n")
+    syncer.hup()
+    await wait_for_phase(registry, line_id(provider_name, "10.7.0.2:3128"), Phase.BOOTING)
