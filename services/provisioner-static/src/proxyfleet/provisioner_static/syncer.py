@@ -46,6 +46,8 @@ from proxyfleet.provisioner_static.sources import AddedEntries, SourceReader, So
 
 log = get_logger("proxyfleet.provisioner.static")
 PAGE = 500
+RETRY_DELETED = 60.0
+"""Seconds before an entry whose id a deleted proxy still holds is tried again."""
 
 
 class Syncer:
@@ -75,6 +77,7 @@ class Syncer:
         self._api = SourceLoad(API, None)
         self._hup = asyncio.Event()
         self._reports = Reports(entry.name, registry.outbox, clock)
+        self._retry_at: dict[str, float] = {}
         # One replica syncs at a time (the others would only repeat its writes and events).
         self._lock, self._token = f"static-sync:{entry.name}", new_id("y", 8)
         reads = settings.source_timeout * (len(entry.static.sources) + 1)
@@ -195,14 +198,29 @@ class Syncer:
 
     async def _add(self, desired: list[Desired]) -> None:
         now = self._clock.now()
+        desired = [d for d in desired if now >= self._retry_at.get(d.id, 0.0)]
+        if not desired:
+            return
         proxies = [_pending(self._name, d, now) for d in desired]
         try:
             made = await self._registry.create_many(proxies, max_proxies=self._entry.max_proxies)
         except Conflict as exc:  # max_proxies reached meanwhile: the next sync plans again
             log.warning("static.create_refused", provider=self._name, error=str(exc))
             return
-        log.info("static.proxies_added", provider=self._name, count=len(made.ids),
-                 sources=sorted({d.source for d in desired}))  # fmt: skip
+        if made.ids:
+            log.info("static.proxies_added", provider=self._name, count=len(made.ids),
+                     sources=sorted({d.source for d in desired}))  # fmt: skip
+        # An id the create skipped is a deleted proxy's record, kept for a while: try
+        # again later rather than every sync.
+        created = set(made.ids)
+        for d in desired:
+            if d.id in created:
+                self._retry_at.pop(d.id, None)
+                continue
+            if d.id not in self._retry_at:
+                log.info("static.entry_waits_for_deleted_record", provider=self._name,
+                         proxy_id=d.id, source=d.source)  # fmt: skip
+            self._retry_at[d.id] = now + RETRY_DELETED
 
     async def _drain(self, proxy_id: str) -> None:
         try:
