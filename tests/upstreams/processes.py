@@ -6,13 +6,17 @@ import contextlib
 import shutil
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 from tests.loopback_squid.host import accepts, kill, tail
 
+from proxyfleet.devstack.servers import free_port
+
 INSTALL_HINT = "install it with `make system-packages` (Debian package {package})"
 START_TIMEOUT = 10.0
+START_ATTEMPTS = 3
 
 
 def require_binary(path: str, package: str) -> str:
@@ -24,18 +28,26 @@ def require_binary(path: str, package: str) -> str:
 
 
 def start_listening(
-    argv: list[str], directory: Path, host: str, port: int
-) -> subprocess.Popen[bytes]:
-    """`argv` started in `directory` (its output in `out.log` there), once `host:port`
-    accepts connections; the test fails with the output's end if it does not."""
+    argv_for: Callable[[int], list[str]], directory: Path, host: str
+) -> tuple[subprocess.Popen[bytes], int]:
+    """(the process `argv_for(port)` started in `directory`, its port) once it accepts
+    connections on a free `host` port; the test fails with its output's end if it does not.
+    A free port may be taken before the process binds it (other suites share the machine):
+    a process that exits at once is tried again on another."""
     log = directory / "out.log"
-    with open(log, "ab") as out:
-        proc = subprocess.Popen(argv, stdout=out, stderr=out, cwd=directory)
-    why = _wait_listening(proc, host, port)
-    if why:
+    why = ""
+    for _ in range(START_ATTEMPTS):
+        port = free_port(host)
+        argv = argv_for(port)
+        with open(log, "ab") as out:
+            proc = subprocess.Popen(argv, stdout=out, stderr=out, cwd=directory)
+        why = _wait_listening(proc, Path(argv[0]).name, host, port)
+        if not why:
+            return proc, port
         stop(proc)
-        pytest.fail(f"{argv[0]}: {why}: {tail(log)} {tail(directory / 'cache.log')}", pytrace=False)
-    return proc
+        if " exited " not in why:
+            break
+    pytest.fail(f"{why}: {tail(log)} {tail(directory / 'cache.log')}", pytrace=False)
 
 
 def stop(proc: subprocess.Popen[bytes]) -> None:
@@ -45,13 +57,13 @@ def stop(proc: subprocess.Popen[bytes]) -> None:
         kill(proc)
 
 
-def _wait_listening(proc: subprocess.Popen[bytes], host: str, port: int) -> str:
+def _wait_listening(proc: subprocess.Popen[bytes], name: str, host: str, port: int) -> str:
     """ "" once `host:port` accepts; otherwise why not (exited, or not in time)."""
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         if proc.poll() is not None:
-            return f"exited with {proc.returncode}"
-        if accepts(host, port):
+            return f"{name} exited with {proc.returncode}"
+        if accepts(host, port) and proc.poll() is None:
             return ""
         time.sleep(0.05)
-    return f"did not listen on {host}:{port} in {START_TIMEOUT:g} s"
+    return f"{name} did not listen on {host}:{port} in {START_TIMEOUT:g} s"

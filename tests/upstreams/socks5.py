@@ -12,7 +12,6 @@ from pathlib import Path
 from tests.upstreams.processes import require_binary, start_listening, stop
 
 from proxyfleet.common.wire.models import proxy_url
-from proxyfleet.devstack.servers import free_port
 
 MICROSOCKS = "/usr/bin/microsocks"
 SCHEMES = ("socks5", "socks5h")
@@ -45,11 +44,13 @@ def running_socks5(
 ) -> Iterator[Socks5Upstream]:
     """microsocks on a free 127.0.0.1 port until the block ends (killed by its pid)."""
     binary = require_binary(MICROSOCKS, "microsocks")
-    port = free_port()
-    argv = [binary, "-i", "127.0.0.1", "-p", str(port), "-u", username, "-P", password]
-    argv += ["-b", exit_address]
+
+    def argv(port: int) -> list[str]:
+        auth = ["-u", username, "-P", password]
+        return [binary, "-i", "127.0.0.1", "-p", str(port), *auth, "-b", exit_address]
+
     with tempfile.TemporaryDirectory(prefix="pf-socks5-") as directory:
-        proc = start_listening(argv, Path(directory), "127.0.0.1", port)
+        proc, port = start_listening(argv, Path(directory), "127.0.0.1")
         try:
             yield Socks5Upstream("127.0.0.1", port, username, password, exit_address)
         finally:

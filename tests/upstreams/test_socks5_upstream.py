@@ -7,8 +7,9 @@ import dataclasses
 
 import pytest
 from tests.conftest import TargetServer
+from tests.upstreams import socks5
 from tests.upstreams.curl import fetch_target
-from tests.upstreams.socks5 import Socks5Upstream
+from tests.upstreams.socks5 import Socks5Upstream, running_socks5
 
 
 @pytest.mark.parametrize("scheme", ["socks5", "socks5h"])
@@ -53,3 +54,9 @@ def test_its_urls_percent_encode_the_credentials(socks5_upstream: Socks5Upstream
     assert up.url("socks5h").startswith("socks5h://sock-user:socks%3Apw%401@")
     with pytest.raises(ValueError, match="socks5"):
         up.url("http")
+
+
+def test_a_missing_microsocks_fails_with_the_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(socks5, "MICROSOCKS", "/nonexistent/microsocks")
+    with pytest.raises(pytest.fail.Exception, match="make system-packages"), running_socks5():
+        pass

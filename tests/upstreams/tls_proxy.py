@@ -14,7 +14,6 @@ from tests.upstreams.processes import require_binary, start_listening, stop
 
 from proxyfleet.common.domain.squid import htpasswd_line, loopback_egress_lines
 from proxyfleet.common.wire.models import proxy_url
-from proxyfleet.devstack.servers import free_port
 from proxyfleet.devstack.target import make_tls_material
 
 NCSA_AUTH = "/usr/lib/squid/basic_ncsa_auth"
@@ -76,12 +75,14 @@ def running_tls_upstream(
     root = make_root("pf-tls-upstream-")
     try:
         files = make_tls_material(root, reuse=False)
-        port = free_port()
         (root / "passwd").write_text(htpasswd_line(username, password))
-        (root / "squid.conf").write_text(squid_conf(str(root), port, exit_address))
-        hand_to_proxy_user(root)
-        argv = [squid, "-N", "-f", str(root / "squid.conf"), "-n", f"pftls{port}"]
-        proc = start_listening(argv, root, "127.0.0.1", port)
+
+        def argv(port: int) -> list[str]:
+            (root / "squid.conf").write_text(squid_conf(str(root), port, exit_address))
+            hand_to_proxy_user(root)
+            return [squid, "-N", "-f", str(root / "squid.conf"), "-n", f"pftls{port}"]
+
+        proc, port = start_listening(argv, root, "127.0.0.1")
         try:
             yield TlsUpstream("127.0.0.1", port, username, password, str(files.ca), exit_address)
         finally:
