@@ -9,6 +9,8 @@ by `pytest_plugins` in tests/conftest.py:
 - `vendor_gateway` (per test): a residential vendor's rotating gateway stand-in, a
   `VendorGateway` (one exit address per session id, `sessions()` for assertions).
 
+Each leaves for loopback destinations only from an exit address of its own (127.0.0.5,
+127.0.0.6, 127.0.0.10 and up), so the `target` echo tells which one a tunnel went through.
 Each is also a context manager of its own (`running_socks5`, `running_tls_upstream`,
 `running_vendor_gateway`) for a test that needs a private one (to kill it, say).
 """

@@ -3,7 +3,10 @@ own CA, with its credentials only."""
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import dataclasses
+import json
 import socket
 import ssl
 
@@ -48,3 +51,31 @@ def test_its_certificate_verifies_for_127_0_0_1_with_its_ca(tls_upstream: TlsUps
 
 def test_its_url_percent_encodes_the_credentials(tls_upstream: TlsUpstream) -> None:
     assert tls_upstream.url() == f"https://tls-user:tls%3Apw%401@127.0.0.1:{tls_upstream.port}"
+
+
+async def test_asyncio_gets_tls_inside_its_tls(
+    tls_upstream: TlsUpstream, target: TargetServer
+) -> None:
+    """What a Python client (the gateway, the prober) does: TLS to the proxy, CONNECT,
+    then the target's TLS inside that tunnel."""
+    up = tls_upstream
+    token = base64.b64encode(f"{up.username}:{up.password}".encode()).decode()
+    reader, writer = await asyncio.open_connection(
+        up.host, up.port, ssl=ssl.create_default_context(cafile=up.ca_file)
+    )
+    try:
+        async with asyncio.timeout(5):
+            authority = f"127.0.0.1:{target.port}"
+            writer.write(
+                f"CONNECT {authority} HTTP/1.1\r\nHost: {authority}\r\n"
+                f"Proxy-Authorization: Basic {token}\r\n\r\n".encode()
+            )
+            assert (await reader.readuntil(b"\r\n\r\n")).startswith(b"HTTP/1.1 200 ")
+            await writer.start_tls(
+                ssl.create_default_context(cafile=target.ca_file), server_hostname="127.0.0.1"
+            )
+            writer.write(b"GET /probe HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n")
+            response = await reader.read()
+    finally:
+        writer.close()
+    assert json.loads(response.partition(b"\r\n\r\n")[2])["ip"] == up.exit_address
