@@ -18,6 +18,7 @@ from proxyfleet.common.messaging.jetstream import event_decoder
 from proxyfleet.common.providers import parse_providers_config
 from proxyfleet.common.store import PoolStore, ProviderEntries, ProxyRegistry
 from proxyfleet.common.wire.events import Event, EventType
+from proxyfleet.common.wire.models import Scheme
 from proxyfleet.provisioner_static.adapter import StaticProvider
 from proxyfleet.provisioner_static.pure.config import StaticProviderConfig
 from proxyfleet.provisioner_static.pure.lines import entry_id, parse_line
@@ -98,8 +99,8 @@ async def start_static(
         await asyncio.wait_for(task, 10)
 
 
-def line_id(provider: str, text: str) -> str:
-    """The proxy id of a source's line."""
-    line = parse_line(text)
+def line_id(provider: str, text: str, scheme: Scheme = Scheme.HTTP) -> str:
+    """The proxy id of a source's line (`scheme`: the source's, for lines without one)."""
+    line = parse_line(text, scheme)
     assert line is not None, text
     return entry_id(provider, line)

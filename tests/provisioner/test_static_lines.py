@@ -34,6 +34,7 @@ SECRET = "s3cr3t-Pa55"
         ("10.0.0.2:8080", ProxyLine(Scheme.HTTP, "10.0.0.2", 8080)),
         ("10.0.0.2:8080:user:pa:ss", ProxyLine(Scheme.HTTP, "10.0.0.2", 8080, "user", "pa:ss")),
         ("user:p@ss@10.0.0.3:3128", ProxyLine(Scheme.HTTP, "10.0.0.3", 3128, "user", "p@ss")),
+        ("10.0.0.4:80:user:p@ss:x", ProxyLine(Scheme.HTTP, "10.0.0.4", 80, "user", "p@ss:x")),
         ("  h:1  ", ProxyLine(Scheme.HTTP, "h", 1)),
     ],
 )

@@ -17,6 +17,7 @@ from proxyfleet.common.wire.models import Scheme
 
 SCHEMES = tuple(s.value for s in Scheme)
 FORMATS = "a URL, host:port, host:port:user:pass or user:pass@host:port"
+_HOST_PORT = re.compile(r"[^:]+:[0-9]+")
 _HOST = re.compile(r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,251}[A-Za-z0-9])?$")
 ID_DIGITS = 20
 """Hex digits of an entry's hash in its proxy id (80 bits: no collision in any fleet)."""
@@ -68,15 +69,16 @@ def parse_line(text: str, default_scheme: Scheme = Scheme.HTTP) -> ProxyLine | N
         return None
     if "://" in text:
         return _url(text)
-    if "@" in text:
-        credentials, _, where = text.rpartition("@")
+    credentials, at, where = text.rpartition("@")
+    # host:port:user:pass with an @ in the password is not user:pass@host:port.
+    if at and _HOST_PORT.fullmatch(where):
         user, sep, password = credentials.partition(":")
         if not sep or not user:
             raise LineError(f"malformed: expected user:pass before @ ({FORMATS})")
         host, port = _host_port(where.split(":"))
         return ProxyLine(default_scheme, host, port, user, password)
     parts = text.split(":", 3)
-    if len(parts) == 2:
+    if len(parts) == 2 and not at:
         host, port = _host_port(parts)
         return ProxyLine(default_scheme, host, port)
     if len(parts) == 4 and parts[2]:
