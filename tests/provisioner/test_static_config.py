@@ -144,6 +144,7 @@ def test_parse_entry_refuses_a_bad_line_without_its_password(line: str, message:
     with pytest.raises(InvalidInput, match=message) as err:
         parse_entry(parse(), line)
     assert "hunter2" not in str(err.value)
+    assert err.value.code == "invalid_entry"
 
 
 def test_a_bad_inline_proxy_is_refused_with_its_line_in_the_file() -> None:

@@ -16,6 +16,8 @@ from proxyfleet.provisioner_static.pure.lines import LineError, entry_id, parse_
 from proxyfleet.provisioner_static.pure.vendor import check_template
 
 Labels = dict[str, str]
+INVALID_ENTRY = "invalid_entry"
+"""The code of a line `parse_entry` refuses (the API's 400)."""
 
 
 class InlineProxy(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -141,7 +143,9 @@ def parse_entry(entry: StaticProviderConfig, text: str) -> ParsedEntry:
     try:
         line = parse_line(text)
     except LineError as exc:
-        raise InvalidInput(f"provider {entry.name!r}: {exc}", code="invalid_entry") from None
+        raise InvalidInput(f"provider {entry.name!r}: {exc}", code=INVALID_ENTRY) from None
     if line is None:
-        raise InvalidInput(f"provider {entry.name!r}: expected a proxy, got an empty line")
+        raise InvalidInput(
+            f"provider {entry.name!r}: expected a proxy, got an empty line", code=INVALID_ENTRY
+        )
     return ParsedEntry(id=entry_id(entry.name, line), masked=line.masked())
