@@ -51,7 +51,7 @@ class SourceReader:
                 kind = answer.headers.get("content-type", "").lower()
                 if kind.startswith(HTML_TYPES):
                     raise SourceUnavailable(f"answered HTML ({kind.split(';')[0]}), not a list")
-                data = b""
+                data = bytearray()
                 async for chunk in answer.aiter_bytes():
                     data += chunk
                     if len(data) > self.max_bytes:
@@ -59,7 +59,7 @@ class SourceReader:
         except httpx.HTTPError as exc:
             # The exception's text may repeat the URL: its class says enough.
             raise SourceUnavailable(f"unreachable: {type(exc).__name__}") from None
-        text = self._text(data)
+        text = self._text(bytes(data))
         if text.lstrip()[:1] == "<":
             raise SourceUnavailable("answered HTML (a page starting with <), not a list")
         return text
