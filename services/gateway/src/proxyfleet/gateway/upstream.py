@@ -31,10 +31,21 @@ class Unresolved(UpstreamFailed):
     fault of the proxy's, and no other proxy would fare better."""
 
 
+TLS_CLOSE_WITHIN = 10.0
+"""Seconds a TLS upstream connection has to flush and close once its client finished."""
+
+
 class _TlsSide(Side):
+    """The connection to an `https` upstream: TLS cannot be half-closed."""
+
     def eof_received(self) -> bool:
         super().eof_received()
-        return False  # TLS cannot stay half-open (asyncio warns when asked to)
+        return False  # asyncio would warn that a TLS connection cannot stay half-open
+
+    def write_eof(self) -> None:
+        # The client finished sending: what it sent goes out, then the connection closes
+        # (Squid ends a tunnel on its client's EOF too), so the relay ends with it.
+        self.close_after_write(within=TLS_CLOSE_WITHIN)
 
 
 def tls_context(ca_bundle: str) -> ssl.SSLContext:
