@@ -23,6 +23,7 @@ from tests.gateway.test_upstream_dialer import tls_proxy
 from tests.upstreams.socks5 import Socks5Upstream
 from tests.upstreams.tls_proxy import TlsUpstream
 
+from proxyfleet.common.core.errors import ConfigError
 from proxyfleet.common.observability.logging import configure_logging
 from proxyfleet.common.store import LeaseStore, ProxyRegistry
 from proxyfleet.common.wire.models import Phase, Proxy, Scheme
@@ -280,3 +281,10 @@ async def test_a_tunnel_through_an_https_upstream_ends_when_its_client_closes(
             found = await lease_store.get(lease_id)
             assert found is not None
             assert found[1] == "released"
+
+
+async def test_a_ca_bundle_that_cannot_load_stops_the_gateway_at_start(
+    start_gateway: StartGateway, tmp_path: Path
+) -> None:
+    with pytest.raises(ConfigError, match="--upstream-ca-bundle"):
+        await start_gateway(upstream_ca_bundle=str(tmp_path / "missing.pem"))
