@@ -136,11 +136,14 @@ class Side(asyncio.Protocol):
             if self._over_limit:  # a body took what was kept: room for a head again
                 self._over_limit = False
                 self._read_again()
-            await self._more()
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:  # inline (not `_more`): once per head of every tunnel
+                await self._waiter
+            finally:
+                self._waiter = None
 
     async def read_exactly(self, n: int) -> bytes:
-        """The next `n` bytes (a SOCKS answer); IncompleteReadError when the connection
-        ends first."""
+        """The next `n` bytes (a SOCKS answer); IncompleteReadError if the connection ends."""
         while len(self._buffer) < n:
             if self.eof or self.lost:
                 raise asyncio.IncompleteReadError(bytes(self._buffer), n)
