@@ -8,9 +8,11 @@ Health is not part of it: the proxies are followed to booting, then dialled by c
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from pathlib import Path
 
+import pytest
 from tests.conftest import TargetServer
 from tests.upstreams.curl import fetch_target
 from tests.upstreams.socks5 import Socks5Upstream
@@ -18,6 +20,7 @@ from tests.upstreams.tls_proxy import TlsUpstream
 from tests.upstreams.vendor_gateway import VendorGateway
 
 from proxyfleet.common.domain.lifecycle import pending_proxy
+from proxyfleet.common.observability.logging import configure_logging
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.common.wire.models import Phase, Proxy, Scheme
 
@@ -77,7 +80,11 @@ async def test_each_vendor_proxy_is_a_session_of_its_own_and_a_new_one_a_new_exi
     start_static: StartStatic,
     registry: ProxyRegistry,
     provider_name: str,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
+    configure_logging("test", "debug", "json")
+    caplog.set_level(logging.DEBUG)
     gw = vendor_gateway
     vendor = f"""
 vendor:
@@ -110,3 +117,7 @@ vendor:
     made = await wait_for_phase(registry, member.id, Phase.BOOTING)
     assert await seen_ip(target, made) not in exits
     assert len(gw.sessions()) == 4
+    logged = capsys.readouterr().out + "\n".join(r.getMessage() for r in caplog.records)
+    assert "static.proxies_added" in logged
+    assert gw.password not in logged
+    assert not [p.username for p in [*sessions, made] if p.username in logged]
