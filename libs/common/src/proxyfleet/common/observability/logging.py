@@ -25,9 +25,13 @@ SECRET_KEYS = frozenset(
         "htpasswd",
         "credentials",
         "proxy_url",
+        # a proxy line as an admin or a source gives it: `host:port:user:pass` is no URL
+        "line",
     }
 )
-_URL_CREDS = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)[^/@\s:]+:[^/@\s]+@", re.IGNORECASE)
+# Up to the last `@` of the word: a pasted password may hold a raw `@` or `/`, and a
+# username alone (a vendor's holds the account) or an empty one (redis://:pw@) is cut too.
+_URL_CREDS = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)[^\s]*@", re.IGNORECASE)
 _BEARER = re.compile(r"(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+", re.IGNORECASE)
 
 
