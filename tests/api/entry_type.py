@@ -28,6 +28,8 @@ LISTED = "listed"
 LEAKY_HOST = "leaky.invalid"
 """A host whose lines the parser refuses naming the whole line: a parser that breaks its
 promise, for the API's safety net."""
+CRASH_HOST = "crash.invalid"
+"""A host whose lines make the parser fail (a bug) with the line in the error."""
 
 
 class ListedSettings(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
@@ -44,6 +46,8 @@ def parse_listed(config: ListedProviderConfig, line: str) -> ParsedEntry:
         raise InvalidInput(f"unknown scheme {parts.scheme!r}: expected http, https, socks5")
     if parts.hostname == LEAKY_HOST:
         raise InvalidInput(f"cannot read {line}")
+    if parts.hostname == CRASH_HOST:
+        raise ValueError(f"cannot read {line}")
     try:
         port = parts.port
     except ValueError:

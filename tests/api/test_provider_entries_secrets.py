@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
-from tests.api.entry_type import LEAKY_HOST, LISTED, listed_providers
+from tests.api.entry_type import CRASH_HOST, LEAKY_HOST, LISTED, listed_providers
 from tests.api.helpers import CLIENT, Api, ApiFactory, Recorder
 
 from proxyfleet.api.providers.entry_secrets import GENERIC, line_passwords, safe_message
@@ -82,8 +82,9 @@ async def test_no_log_line_or_event_of_a_run_holds_an_entry_password(
         {"url": f"http://carol:{PASSWORD}@{LEAKY_HOST}:80"},
         {"url": f"ftp://carol:{PASSWORD}@h:21", "colour": "red"},
     ]
+    bodies.append({"url": f"http://carol:{PASSWORD}@{CRASH_HOST}:80"})  # the type's bug
     answers = [await api.admin.post(ENTRIES, json=body) for body in bodies]
-    assert [a.status_code for a in answers] == [200, 409, 400, 400, 400]
+    assert [a.status_code for a in answers] == [200, 409, 400, 400, 400, 500]
     answers.append(await api.admin.get(ENTRIES))
     answers.append(await api.admin.delete(f"{ENTRIES}/{added.json()['id']}"))
     assert answers[-1].status_code == 204
@@ -94,6 +95,7 @@ async def test_no_log_line_or_event_of_a_run_holds_an_entry_password(
     by_event = {line["event"]: line for line in lines}
     assert by_event["api.provider_entry_added"]["entry_id"] == added.json()["id"]
     assert by_event["api.provider_entry_removed"]["by"] == "tests-admin"
+    assert "parse_entry raised ValueError" in by_event["api.unhandled_error"]["exception"]
     assert PASSWORD not in out
     assert all(PASSWORD not in a.text for a in answers)
     assert PASSWORD not in repr(events.messages)

@@ -80,7 +80,7 @@ class ProviderEntryService:
         if zone is not None:
             self._catalog.zone_for(provider, zone)  # a 400 naming the provider's zones
         try:
-            parsed = parse(provider, line)
+            parsed = _read(parse, provider, line)
         except InvalidInput as exc:
             raise InvalidInput(
                 f"field {field}: {safe_message(str(exc), line)}", code="invalid_entry"
@@ -119,9 +119,22 @@ class ProviderEntryService:
         ]
 
 
+def _read(parse: Parser, provider: ProviderConfig, line: str) -> ParsedEntry:
+    """The type's reading of `line`. Its InvalidInput passes; anything else is its bug,
+    raised again without the original, whose message or traceback may hold the line."""
+    try:
+        return parse(provider, line)
+    except InvalidInput:
+        raise
+    except Exception as exc:
+        raise RuntimeError(
+            f"provider type {provider.type!r}: parse_entry raised {type(exc).__name__}"
+        ) from None
+
+
 def _masked(provider: ProviderConfig, parse: Parser, entry: AddedEntry) -> str:
     try:
-        return parse(provider, entry.line).masked
+        return _read(parse, provider, entry.line).masked
     except InvalidInput:
         # stored by an earlier version that read it: show nothing of it rather than guess
         return UNREADABLE
