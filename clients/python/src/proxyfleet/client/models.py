@@ -150,6 +150,20 @@ class ProviderList(msgspec.Struct, kw_only=True):
     items: list[Provider]
 
 
+class ProviderEntry(msgspec.Struct, kw_only=True):
+    """A proxy added to a provider at run time; its url's password is masked (***)."""
+
+    id: str
+    url: str
+    zone: str = ""
+    labels: dict[str, str] = {}
+    name: str = ""
+
+
+class ProviderEntryList(msgspec.Struct, kw_only=True):
+    items: list[ProviderEntry]
+
+
 class PoolCondition(msgspec.Struct, kw_only=True):
     type: str
     """Ready, Progressing, CapacityExceeded, ProviderFailing, OwnerConflict."""
