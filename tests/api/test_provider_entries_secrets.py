@@ -85,6 +85,9 @@ async def test_no_log_line_or_event_of_a_run_holds_an_entry_password(
     bodies.append({"url": f"http://carol:{PASSWORD}@{CRASH_HOST}:80"})  # the type's bug
     answers = [await api.admin.post(ENTRIES, json=body) for body in bodies]
     assert [a.status_code for a in answers] == [200, 409, 400, 400, 400, 500]
+    broken = ('{"url": "' + url + '"').encode()  # not JSON: the body is never echoed
+    answers.append(await api.admin.post(ENTRIES, content=broken))
+    assert answers[-1].status_code == 400
     answers.append(await api.admin.get(ENTRIES))
     answers.append(await api.admin.delete(f"{ENTRIES}/{added.json()['id']}"))
     assert answers[-1].status_code == 204
