@@ -54,8 +54,9 @@ def test_log_redaction_covers_lines_and_odd_urls(capsys: pytest.CaptureFixture[s
     get_logger("t").info(
         "entry", line=f"10.0.0.1:3128:bob:{PASSWORD}", url=f"http://bob:{PASSWORD}@h:1"
     )
-    out = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
-    assert (out["line"], out["url"]) == ("***", "http://***:***@h:1")
+    get_logger("t").info("rejected", line=3)  # a line number stays readable
+    entry, rejected = (json.loads(x) for x in capsys.readouterr().out.strip().splitlines()[-2:])
+    assert (entry["line"], entry["url"], rejected["line"]) == ("***", "http://***:***@h:1", 3)
     for raw in (
         f"http://b:{PASSWORD}@x@h:1",
         f"http://b:a/{PASSWORD}@h:1",
