@@ -25,6 +25,7 @@ from tests.api.helpers import (
 from proxyfleet.api.app import create_app
 from proxyfleet.api.deps import AppDeps
 from proxyfleet.common.core.clock import ManualClock
+from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.common.store import ProxyRegistry
 
 
@@ -36,13 +37,15 @@ def _bearer(token: str) -> dict[str, str]:
 async def start_api(
     redis_client: aioredis.Redis, redis_url: str, nats_url: str
 ) -> AsyncIterator[ApiFactory]:
-    """Start apps (settings overrides as keyword arguments) on a clean Redis."""
+    """Start apps (settings overrides as keyword arguments; `providers`: another providers
+    config than helpers.PROVIDERS_YAML) on a clean Redis."""
     closers: list[Callable[[], Awaitable[None]]] = []
 
-    async def start(**overrides: Any) -> Api:
+    async def start(providers: ProvidersConfig | None = None, **overrides: Any) -> Api:
         clock = ManualClock()
         settings = api_settings(redis_url, nats_url, **overrides)
-        app = create_app(settings, AppDeps(providers=providers_config(), clock=clock))
+        deps = AppDeps(providers=providers or providers_config(), clock=clock)
+        app = create_app(settings, deps)
         url, stop = await serve(app)
         admin, client, anon, other = (
             httpx.AsyncClient(base_url=url, headers=h, timeout=10)

@@ -75,6 +75,7 @@ async def test_request_bodies_forbid_unknown_fields_in_the_document_too(api: Api
         if "application/json" in op.get("requestBody", {}).get("content", {})
     ]
     assert sorted(bodies) == [
+        "AddProviderEntry",
         "CreateProxies",
         "GrantLease",
         "PoolSpec",

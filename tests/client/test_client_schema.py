@@ -26,6 +26,8 @@ MODEL_OF_SCHEMA: dict[str, type[msgspec.Struct]] = {
     "ProxyBatch": models.ProxyBatch,
     "ProviderOut": models.Provider,
     "ProviderList": models.ProviderList,
+    "ProviderEntryOut": models.ProviderEntry,
+    "ProviderEntryList": models.ProviderEntryList,
     "PoolRecord": models.Pool,
     "PoolStatus": models.PoolStatus,
     "PoolList": models.PoolList,

@@ -1,5 +1,5 @@
 """The `proxyfleet` command: the root options, `login`, `status`, `events`, `lease`, and
-the `proxies`, `leases` and `pools` groups."""
+the `proxies`, `leases`, `pools` and `entries` groups."""
 
 from __future__ import annotations
 
@@ -13,7 +13,17 @@ from typing import Annotated
 
 import typer
 
-from proxyfleet.cli import __version__, exitcodes, fmt, leases, pools, proxies, render, runner
+from proxyfleet.cli import (
+    __version__,
+    entries,
+    exitcodes,
+    fmt,
+    leases,
+    pools,
+    proxies,
+    render,
+    runner,
+)
 from proxyfleet.cli.childenv import default_holder
 from proxyfleet.cli.config import Config, config_path, write_config
 from proxyfleet.cli.render import Format
@@ -31,6 +41,7 @@ app = typer.Typer(
 app.add_typer(proxies.app, name="proxies")
 app.add_typer(leases.app, name="leases")
 app.add_typer(pools.app, name="pools")
+app.add_typer(entries.app, name="entries")
 
 Output = Annotated[Format, typer.Option("--output", "-o", help="table or json.")]
 

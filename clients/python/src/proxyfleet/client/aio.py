@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from proxyfleet.client import calls
+from proxyfleet.client import calls, entry_calls
 from proxyfleet.client.aio_held_lease import AsyncHeldLease
 from proxyfleet.client.calls import DEFAULT_MAX_WAIT, DEFAULT_TIMEOUT, Call
 from proxyfleet.client.errors import TransportError, api_error
@@ -26,6 +26,7 @@ from proxyfleet.client.models import (
     Pool,
     Probe,
     Provider,
+    ProviderEntry,
     Proxy,
     ProxyPage,
     ReleasedLease,
@@ -224,6 +225,20 @@ class AsyncClient:
     async def list_providers(self) -> list[Provider]:
         providers = await self.call(calls.list_providers())
         return providers.items
+
+    async def add_provider_entry(self, provider: str, url: str, **options: Any) -> ProviderEntry:
+        """Add a proxy to a provider that lists the proxies it is given (zone=, labels=,
+        name=); the same entry again changes nothing."""
+        return await self.call(entry_calls.add_provider_entry(provider, url, **options))
+
+    async def provider_entries(self, provider: str) -> list[ProviderEntry]:
+        """The proxies added to `provider` at run time, passwords masked."""
+        entries = await self.call(entry_calls.list_provider_entries(provider))
+        return entries.items
+
+    async def remove_provider_entry(self, provider: str, entry_id: str) -> None:
+        """Remove one: its proxy drains, then is forgotten."""
+        await self.call(entry_calls.remove_provider_entry(provider, entry_id))
 
     # ---- events ----------------------------------------------------------------------
 

@@ -57,6 +57,8 @@ class Call(Generic[T]):
     headers: Mapping[str, str] = field(default_factory=dict)
 
     def decode(self, content: bytes) -> T:
+        if not content and self.returns is type(None):  # a 204: NoneType() is None
+            return self.returns()
         return msgspec.json.decode(content, type=self.returns)
 
 

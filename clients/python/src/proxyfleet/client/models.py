@@ -42,6 +42,10 @@ class Proxy(msgspec.Struct, kw_only=True):
     """draining or quarantined (never granted); empty when in rotation."""
     withheld_reason: str = ""
     withheld_at: float = 0.0
+    scheme: str = "http"
+    """http, https, socks5 or socks5h: the protocol it speaks."""
+    external: bool = False
+    """Proxyfleet did not create it (a provider that lists proxies it is given)."""
 
 
 class ProxyPage(msgspec.Struct, kw_only=True):
@@ -61,7 +65,7 @@ class LeasedProxy(msgspec.Struct, kw_only=True):
     host: str
     port: int
     url: str
-    """http://user:password@host:port."""
+    """scheme://user:password@host:port (http, https, socks5 or socks5h)."""
     provider: str = ""
     zone: str = ""
     egress_ip: str = ""
@@ -144,6 +148,20 @@ class Provider(msgspec.Struct, kw_only=True):
 
 class ProviderList(msgspec.Struct, kw_only=True):
     items: list[Provider]
+
+
+class ProviderEntry(msgspec.Struct, kw_only=True):
+    """A proxy added to a provider at run time; its url's password is masked (***)."""
+
+    id: str
+    url: str
+    zone: str = ""
+    labels: dict[str, str] = {}
+    name: str = ""
+
+
+class ProviderEntryList(msgspec.Struct, kw_only=True):
+    items: list[ProviderEntry]
 
 
 class PoolCondition(msgspec.Struct, kw_only=True):

@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from proxyfleet.client import calls
+from proxyfleet.client import calls, entry_calls
 from proxyfleet.client.calls import DEFAULT_MAX_WAIT, DEFAULT_TIMEOUT, Call
 from proxyfleet.client.errors import TransportError, api_error
 from proxyfleet.client.models import (
@@ -25,6 +25,7 @@ from proxyfleet.client.models import (
     Pool,
     Probe,
     Provider,
+    ProviderEntry,
     Proxy,
     ProxyPage,
     ReleasedLease,
@@ -221,6 +222,20 @@ class Client:
     def list_providers(self) -> list[Provider]:
         providers = self.call(calls.list_providers())
         return providers.items
+
+    def add_provider_entry(self, provider: str, url: str, **options: Any) -> ProviderEntry:
+        """Add a proxy to a provider that lists the proxies it is given (zone=, labels=,
+        name=); the same entry again changes nothing."""
+        return self.call(entry_calls.add_provider_entry(provider, url, **options))
+
+    def provider_entries(self, provider: str) -> list[ProviderEntry]:
+        """The proxies added to `provider` at run time, passwords masked."""
+        entries = self.call(entry_calls.list_provider_entries(provider))
+        return entries.items
+
+    def remove_provider_entry(self, provider: str, entry_id: str) -> None:
+        """Remove one: its proxy drains, then is forgotten."""
+        self.call(entry_calls.remove_provider_entry(provider, entry_id))
 
     # ---- events ----------------------------------------------------------------------
 

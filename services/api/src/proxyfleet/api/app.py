@@ -25,6 +25,7 @@ from proxyfleet.api.leases.controller import LeaseController
 from proxyfleet.api.leases.sweeper import run_sweeper
 from proxyfleet.api.pools.controller import PoolController
 from proxyfleet.api.providers.controller import ProviderController
+from proxyfleet.api.providers.entry_controller import ProviderEntryController
 from proxyfleet.api.proxies.controller import ProxyController
 from proxyfleet.api.settings import ApiSettings
 from proxyfleet.api.system.controller import SystemController
@@ -86,6 +87,7 @@ def create_app(settings: ApiSettings, deps: AppDeps) -> Litestar:
             LeaseController,
             PoolController,
             ProviderController,
+            ProviderEntryController,
             FeedController,
         ],
     )

@@ -11,6 +11,7 @@ from litestar.di import Provide
 from proxyfleet.api.deps import AppDeps, Backends
 from proxyfleet.api.leases.service import LeaseService
 from proxyfleet.api.pools.service import PoolService
+from proxyfleet.api.providers.entries import ProviderEntryService
 from proxyfleet.api.providers.service import ProviderCatalog, ProviderService
 from proxyfleet.api.proxies.intents import Messages
 from proxyfleet.api.proxies.service import ProxyService
@@ -25,6 +26,7 @@ class Services:
     leases: LeaseService
     providers: ProviderService
     pools: PoolService
+    entries: ProviderEntryService
 
 
 def build_services(settings: ApiSettings, deps: AppDeps, backends: Backends) -> Services:
@@ -49,6 +51,7 @@ def build_services(settings: ApiSettings, deps: AppDeps, backends: Backends) -> 
         ),
         providers=ProviderService(catalog, backends.registry),
         pools=PoolService(backends.pools, deps.providers),
+        entries=ProviderEntryService(catalog, backends.entries),
     )
 
 
@@ -84,6 +87,10 @@ def _pools(state: State) -> PoolService:
     return services_of(state).pools
 
 
+def _entries(state: State) -> ProviderEntryService:
+    return services_of(state).entries
+
+
 def _services(state: State) -> Services:
     return services_of(state)
 
@@ -93,5 +100,6 @@ DEPENDENCIES = {
     "lease_service": Provide(_leases, sync_to_thread=False),
     "provider_service": Provide(_providers, sync_to_thread=False),
     "pool_service": Provide(_pools, sync_to_thread=False),
+    "provider_entry_service": Provide(_entries, sync_to_thread=False),
     "services": Provide(_services, sync_to_thread=False),
 }

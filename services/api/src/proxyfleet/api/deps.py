@@ -19,6 +19,7 @@ from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.common.store import (
     LeaseStore,
     PoolStore,
+    ProviderEntries,
     ProxyRegistry,
     ScriptMux,
     connect_redis,
@@ -36,6 +37,8 @@ class Backends:
     registry: ProxyRegistry
     leases: LeaseStore
     pools: PoolStore
+    entries: ProviderEntries
+    """Proxies admins added to providers at run time."""
     publisher: Publisher
     relay: OutboxRelay
     """Publishes the outbox the lease and registry scripts append to."""
@@ -94,6 +97,7 @@ async def open_backends(
                     registry=registry,
                     leases=leases,
                     pools=PoolStore(redis, clock, namespace=common.namespace),
+                    entries=ProviderEntries(redis, namespace=common.namespace),
                     # One attempt: a request never waits on NATS (the client may retry).
                     publisher=Publisher(nc, clock, attempts=1),
                     ping_redis=registry.ping,

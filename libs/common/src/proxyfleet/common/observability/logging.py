@@ -27,7 +27,12 @@ SECRET_KEYS = frozenset(
         "proxy_url",
     }
 )
-_URL_CREDS = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)[^/@\s:]+:[^/@\s]+@", re.IGNORECASE)
+SECRET_TEXT_KEYS = frozenset({"line"})
+"""Masked when text: a proxy line as an admin or a source gives it (`host:port:user:pass`
+is no URL); a `line` that is a number (where a bad one is in its file) is shown."""
+# Up to the last `@` of the word: a pasted password may hold a raw `@` or `/`, and a
+# username alone (a vendor's holds the account) or an empty one (redis://:pw@) is cut too.
+_URL_CREDS = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)[^\s]*@", re.IGNORECASE)
 _BEARER = re.compile(r"(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+", re.IGNORECASE)
 
 
@@ -37,7 +42,8 @@ def redact_value(value: str) -> str:
 
 def redact(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     for key, value in list(event_dict.items()):
-        if key.lower() in SECRET_KEYS:
+        lowered = key.lower()
+        if lowered in SECRET_KEYS or (lowered in SECRET_TEXT_KEYS and isinstance(value, str)):
             event_dict[key] = "***"
         elif isinstance(value, str):
             event_dict[key] = redact_value(value)

@@ -48,7 +48,8 @@ class LeasedProxy(msgspec.Struct, kw_only=True):
     host: str
     port: int
     url: str
-    """http://user:password@host:port: the only place the API shows a password."""
+    """scheme://user:password@host:port, the scheme the proxy speaks (http, https, socks5,
+    socks5h): the only place the API shows a password."""
     provider: str
     zone: str
     egress_ip: str = ""

@@ -7,7 +7,7 @@ from typing import Annotated
 import msgspec
 
 from proxyfleet.api.http.fields import Labels, Placement, ProviderName, ZoneName
-from proxyfleet.common.wire.models import Phase, Proxy, Withheld
+from proxyfleet.common.wire.models import Phase, Proxy, Scheme, Withheld
 
 
 class CreateProxies(msgspec.Struct, kw_only=True, forbid_unknown_fields=True):
@@ -61,6 +61,13 @@ class ProxyOut(msgspec.Struct, kw_only=True):
     when it is in rotation."""
     withheld_reason: str
     withheld_at: float
+    scheme: Scheme
+    """The protocol it speaks: http, https (TLS to the proxy), socks5 or socks5h (the
+    proxy resolves names); a lease's URL carries it."""
+    external: bool
+    """Proxyfleet did not create it (a provider that lists proxies it is given): deleting
+    it forgets it and touches nothing outside; a failed one stays failed, probed again,
+    until its source drops it."""
 
     @classmethod
     def of(cls, p: Proxy) -> ProxyOut:
@@ -91,6 +98,8 @@ class ProxyOut(msgspec.Struct, kw_only=True):
             withheld=p.withheld,
             withheld_reason=p.withheld_reason,
             withheld_at=p.withheld_at,
+            scheme=p.scheme,
+            external=p.external,
         )
 
 
