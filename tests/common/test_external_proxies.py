@@ -46,3 +46,50 @@ async def test_a_failed_managed_proxy_is_deleted_and_never_serves_again(
     got = await registry.get("p1")
     assert got is not None
     assert (got.phase, got.scheme, got.external) == (Phase.FAILED, Scheme.HTTP, False)
+
+
+async def _create_intent_ids(redis_client: aioredis.Redis) -> list[str]:
+    rows: Any = await redis_client.xrange("pf:outbox")
+    return [fields["i"] for _, fields in rows if fields["s"].endswith(".create")]
+
+
+async def _forget(registry: ProxyRegistry, proxy_id: str) -> None:
+    await registry.transition(proxy_id, Phase.DELETING)
+    await registry.transition(proxy_id, Phase.DELETED)
+
+
+async def test_an_external_proxy_listed_again_takes_over_its_deleted_record(
+    registry: ProxyRegistry, clock: ManualClock, redis_client: aioredis.Redis
+) -> None:
+    """Its id comes from its line: dropped, forgotten and listed again, it is created anew
+    at once, its generation and epoch going on (intents and fencing never go back)."""
+    await make_ready(registry, make_proxy("s1", clock, external=True))
+    await redis_client.hset("pf:proxy:s1", "epoch", 1234)
+    await _forget(registry, "s1")
+    gone = await registry.get("s1")
+    assert gone is not None
+
+    made = await registry.create_many([make_proxy("s1", clock, external=True, password="new")])
+    assert made.ids == ["s1"]
+    back = await registry.get("s1")
+    assert back is not None
+    assert (back.phase, back.gen, back.epoch, back.password) == (
+        Phase.PENDING, gone.gen + 1, 1234, "new"
+    )  # fmt: skip
+    assert await redis_client.ttl("pf:proxy:s1") == -1  # the deleted record's expiry went
+    assert await redis_client.zscore("pf:tombstones", "s1") is None
+    assert (await registry.count_by_phase("local")).get(Phase.DELETED, 0) == 0
+    # A create intent JetStream cannot take for the first one's duplicate.
+    assert await _create_intent_ids(redis_client) == ["s1:create", f"s1:create:{gone.gen + 1}"]
+
+
+async def test_a_managed_proxy_never_takes_over_a_deleted_record(
+    registry: ProxyRegistry, clock: ManualClock
+) -> None:
+    await make_ready(registry, make_proxy("p1", clock))
+    await _forget(registry, "p1")
+    assert (await registry.create_many([make_proxy("p1", clock)])).ids == []
+    assert (await registry.create_many([make_proxy("p1", clock, external=True)])).ids == []
+    gone = await registry.get("p1")
+    assert gone is not None
+    assert gone.phase is Phase.DELETED

@@ -152,6 +152,15 @@ async def test_a_file_source_is_registered_edited_and_reloaded_on_sighup(
         assert (after.phase, after.gen) == (before.phase, before.gen)  # state kept
     assert await asyncio.to_thread(connect_status, c.port, target, f"{c.user}:{c.password}") == 200
 
+    # Listed again: it takes over its deleted record at once, its generation going on.
+    forgotten = await registry.get(ids[c])
+    assert forgotten is not None
+    path.write_text("\n".join([*second, first[3]]) + "\n")
+    os.kill(os.getpid(), signal.SIGHUP)
+    back = await wait_for_phase(registry, ids[c], Phase.BOOTING)
+    assert back.gen > forgotten.gen
+    assert back.withheld is Withheld.NO
+
     logged = capsys.readouterr().out + "\n".join(r.getMessage() for r in caplog.records)
     published = b"\n".join(events.raw).decode()
     for secret in (a.password, b.password, c.password, d.password, "broken-Secret-1"):

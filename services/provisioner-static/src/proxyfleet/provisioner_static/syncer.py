@@ -46,8 +46,9 @@ from proxyfleet.provisioner_static.sources import AddedEntries, SourceReader, So
 
 log = get_logger("proxyfleet.provisioner.static")
 PAGE = 500
-RETRY_DELETED = 60.0
-"""Seconds before an entry whose id a deleted proxy still holds is tried again."""
+RETRY_DELETED = 5.0
+"""Seconds before an entry whose id a proxy still being forgotten holds is tried again
+(once deleted, the create takes its record over)."""
 
 
 class Syncer:
@@ -210,8 +211,8 @@ class Syncer:
         if made.ids:
             log.info("static.proxies_added", provider=self._name, count=len(made.ids),
                      sources=sorted({d.source for d in desired}))  # fmt: skip
-        # An id the create skipped is a deleted proxy's record, kept for a while: try
-        # again later rather than every sync.
+        # An id the create skipped is a proxy still being forgotten (deleting): try again
+        # a little later rather than every sync.
         created = set(made.ids)
         for d in desired:
             if d.id in created:

@@ -72,8 +72,8 @@ class Plan:
     duplicates: list[Desired] = field(default_factory=list)
     """Listed by an earlier source too: that one's kept."""
     stuck: list[Desired] = field(default_factory=list)
-    """Listed again while its proxy is draining or forgotten: a drain is not undone, and
-    its id is free again once the deleted record expires (the registry's deleted TTL)."""
+    """Listed again while its proxy is draining or being forgotten: a drain is not undone;
+    once the proxy is deleted, the create takes over its record (its id is free again)."""
 
 
 def empty_guard_trips(had: int, removed: int, listed: int, guard: float) -> bool:

@@ -241,8 +241,11 @@ local function event(event_type, event_id, now_raw, proxy_id, provider, lease_id
   outbox_add(event_subject(event_type), id, body)
 end
 
-local function intent_create(provider, proxy_id)
-  outbox_add(intent_create_subject(provider), proxy_id .. ':create',
+-- gen > 0: a revived external proxy's create, which JetStream must not take for a
+-- duplicate of its first one within its window.
+local function intent_create(provider, proxy_id, gen)
+  local suffix = (gen and tonumber(gen) > 0) and (':' .. gen) or ''
+  outbox_add(intent_create_subject(provider), proxy_id .. ':create' .. suffix,
     create_intent_json({proxy_id = json_str(proxy_id)}))
 end
 

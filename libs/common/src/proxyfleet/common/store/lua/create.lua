@@ -2,7 +2,8 @@
 -- ARGV: ns, event_id, now, provider (of the limit), max_proxies (-1: none), idem_key
 --       ('': none), fingerprint, idem_ttl, n, fence lock ('': none), fence token,
 --       then n times: id, nfields, field, value, ...
--- -> {CREATED, created_1, ..., created_n} (each CREATED, or EXISTS: the id exists)
+-- -> {CREATED, created_1, ..., created_n} (each CREATED, or EXISTS: the id exists; an
+--    external proxy's deleted record is taken over, not EXISTS)
 --    | {REPLAYED, id, ...} the ids the first create with this key made
 --    | {OVER_MAX, existing, max} past max_proxies | {KEY_REUSED} the key was used with
 --    another body | {FENCED_OUT} the lock is not the token's   (CREATE_REPLY)
@@ -33,15 +34,37 @@ if max >= 0 then
   if existing + n > max then return {CREATE_REPLY.OVER_MAX, existing, max} end
 end
 
+-- An external proxy's id comes from its source's line: listed again after it was dropped
+-- and forgotten, it takes over its own deleted record (kept `deleted_ttl` for late
+-- readers) instead of waiting for it to expire. -> {gen, epoch, provider} or nil.
+local function revivable(pkey, first, nfields)
+  local old = redis.call('HMGET', pkey, 'phase', 'external', 'gen', 'epoch', 'provider')
+  if old[1] ~= 'deleted' or old[2] ~= '1' then return nil end
+  for j = first, first + 2 * nfields - 2, 2 do
+    if ARGV[j] == 'external' and ARGV[j + 1] == '1' then return {old[3], old[4], old[5]} end
+  end
+  return nil
+end
+
 index_marker_if_empty(now_raw)
 local out, ids, i = {CREATE_REPLY.CREATED}, {}, 12
 for _ = 1, n do
   local id, nfields = ARGV[i], tonumber(ARGV[i + 1])
   local pkey = k('proxy', id)
-  if redis.call('EXISTS', pkey) == 1 then
+  local revived = revivable(pkey, i + 2, nfields)
+  if revived then
+    -- Its deleted record goes; gen and epoch go on from it (intents, fencing never go back).
+    redis.call('DEL', pkey)
+    redis.call('HINCRBY', k('counts', revived[3]), 'deleted', -1)
+    redis.call('ZREM', k('tombstones'), id)
+  end
+  if not revived and redis.call('EXISTS', pkey) == 1 then
     out[#out + 1] = CREATE_REPLY.EXISTS
   else
     redis.call('HSET', pkey, unpack(ARGV, i + 2, i + 1 + 2 * nfields))
+    if revived then
+      redis.call('HSET', pkey, 'gen', (tonumber(revived[1]) or 0) + 1, 'epoch', revived[2] or 0)
+    end
     redis.call('ZADD', k('proxies'), 0, id)
     local p = redis.call('HMGET', pkey, 'provider', 'phase', 'gen', 'pool', 'created_at')
     redis.call('HINCRBY', k('counts', p[1]), p[2], 1)
@@ -52,7 +75,7 @@ for _ = 1, n do
     if p[2] == 'pending' then
       event(EVENT.PROXY_PENDING, event_id, now_raw, id, p[1], '', {'from', '""', 'gen', p[3] or '0'},
         p[4])
-      intent_create(p[1], id)
+      intent_create(p[1], id, p[3])
     end
     out[#out + 1] = CREATE_REPLY.CREATED
     ids[#ids + 1] = id
