@@ -22,6 +22,9 @@ class HealthSettings:
     so: docs/egress.md); any other answer leaves it unknown."""
     ca_file: str = ""
     """PEM bundle that verifies the target's certificate; empty: the system CAs."""
+    proxy_ca_bundle: str = ""
+    """PEM bundle that verifies the certificates of https proxies (TLS to the proxy, then
+    CONNECT inside it; the name checked is the proxy's host); empty: the system CAs."""
     interval: float = 5.0
     """Seconds between two probes of one proxy, shared by every replica."""
     timeout: float = 3.0
@@ -123,9 +126,15 @@ class HealthSettings:
             return None
         return make_ssl_context(self.ca_file, self.tls_resume_for)
 
+    def proxy_ssl_context(self) -> ProbeTlsContext:
+        """The context that verifies https proxies; ConfigError for a bundle that cannot be
+        loaded."""
+        return make_ssl_context(self.proxy_ca_bundle, flag="--proxy-ca-bundle")
+
     def with_tls_checked(self) -> HealthSettings:
-        """These settings, once the TLS context could be built (ConfigError otherwise)."""
+        """These settings, once the TLS contexts could be built (ConfigError otherwise)."""
         self.ssl_context()
+        self.proxy_ssl_context()
         return self
 
     @property
