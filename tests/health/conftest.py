@@ -193,7 +193,8 @@ _counter = iter(range(1_000_000))
 @pytest.fixture
 def make_proxy(registry: ProxyRegistry) -> MakeProxy:
     """A proxy on 127.0.0.1:port moved through the lifecycle as the provisioner would, to
-    `booting` (then `ready` if asked): the transition into booting schedules its probes."""
+    `booting` (then `ready` or `failed` if asked): the transition into booting schedules
+    its probes."""
 
     async def make(
         port: int,
@@ -232,7 +233,8 @@ def make_proxy(registry: ProxyRegistry) -> MakeProxy:
         )
         if phase is Phase.READY:
             await registry.transition(pid, Phase.READY)
-
+        elif phase is Phase.FAILED:  # as its last probe failed it, just now
+            await registry.transition(pid, Phase.FAILED, reason="gone", last_probe_at=now)
         got = await registry.get(pid)
         assert got is not None
         assert got.phase is phase

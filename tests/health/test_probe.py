@@ -168,6 +168,7 @@ def test_settings_defaults_are_valid() -> None:
     assert (s.unhealthy_timeout, s.unhealthy_max_share) == (300.0, 0.5)
     assert s.hysteresis.unhealthy_timeout == 300.0
     assert HealthSettings(unhealthy_timeout=0).hysteresis.unhealthy_timeout == 0
+    assert s.failed_wait == (30.0, 900.0)
     assert s.proxy_ca_bundle == ""
 
 
@@ -182,6 +183,8 @@ def test_settings_defaults_are_valid() -> None:
         ({"unhealthy_timeout": -1.0}, "--unhealthy-timeout: expected seconds >= 0, got -1"),
         ({"unhealthy_max_share": 0.0}, "--unhealthy-max-share: expected 0 < share <= 1"),
         ({"unhealthy_max_share": 1.5}, "--unhealthy-max-share"),
+        ({"failed_reprobe_min": 1.0}, "--failed-reprobe-min: expected seconds >= --interval"),
+        ({"failed_reprobe_max": 10.0}, "--failed-reprobe-max: expected seconds >= --failed-"),
     ],
 )
 def test_settings_reject_bad_values(overrides: dict[str, object], message: str) -> None:

@@ -66,6 +66,15 @@ class HealthSettings:
     handshake verified its certificate; every probe still makes a new connection, a new
     CONNECT and a (shorter) handshake. 0: a full handshake on every probe."""
 
+    failed_reprobe_min: float = 30.0
+    """Seconds between a failed external proxy's last probe and its next one at first (a
+    proxy Proxyfleet did not create is kept when it fails, and probed again; a good probe
+    makes it ready). Each wait is as long as the proxy has been failed, so the waits double
+    up to --failed-reprobe-max. At least --interval. Managed failed proxies are never
+    probed (their delete is under way)."""
+    failed_reprobe_max: float = 900.0
+    """Longest wait between two probes of a failed external proxy, in seconds."""
+
     egress_confirm_after: int = 2
     """Probes in a row that must see a new exit address before it replaces the known one
     (a first address counts at once); an address flapping between two values never
@@ -100,6 +109,18 @@ class HealthSettings:
                 "0 < share <= 1",
             ),
             (self.tls_resume_for >= 0, "--tls-resume-for", self.tls_resume_for, "seconds >= 0"),
+            (
+                self.failed_reprobe_min >= self.interval,
+                "--failed-reprobe-min",
+                self.failed_reprobe_min,
+                "seconds >= --interval",
+            ),
+            (
+                self.failed_reprobe_max >= self.failed_reprobe_min,
+                "--failed-reprobe-max",
+                self.failed_reprobe_max,
+                "seconds >= --failed-reprobe-min",
+            ),
             (
                 self.egress_confirm_after >= 1,
                 "--egress-confirm-after",
@@ -136,6 +157,11 @@ class HealthSettings:
         self.ssl_context()
         self.proxy_ssl_context()
         return self
+
+    @property
+    def failed_wait(self) -> tuple[float, float]:
+        """The shortest and longest waits between two probes of a failed external proxy."""
+        return (self.failed_reprobe_min, self.failed_reprobe_max)
 
     @property
     def hysteresis(self) -> Hysteresis:
