@@ -183,7 +183,7 @@ def test_settings_defaults_are_valid() -> None:
         ({"unhealthy_timeout": -1.0}, "--unhealthy-timeout: expected seconds >= 0, got -1"),
         ({"unhealthy_max_share": 0.0}, "--unhealthy-max-share: expected 0 < share <= 1"),
         ({"unhealthy_max_share": 1.5}, "--unhealthy-max-share"),
-        ({"failed_reprobe_min": 1.0}, "--failed-reprobe-min: expected seconds >= --interval"),
+        ({"failed_reprobe_min": 3.0}, "--failed-reprobe-min: expected seconds > --timeout, got 3"),
         ({"failed_reprobe_max": 10.0}, "--failed-reprobe-max: expected seconds >= --failed-"),
     ],
 )

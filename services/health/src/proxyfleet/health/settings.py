@@ -70,8 +70,8 @@ class HealthSettings:
     """Seconds between a failed external proxy's last probe and its next one at first (a
     proxy Proxyfleet did not create is kept when it fails, and probed again; a good probe
     makes it ready). Each wait is as long as the proxy has been failed, so the waits double
-    up to --failed-reprobe-max. At least --interval. Managed failed proxies are never
-    probed (their delete is under way)."""
+    up to --failed-reprobe-max. Longer than --timeout (never two probes of one proxy at
+    once). Managed failed proxies are never probed (their delete is under way)."""
     failed_reprobe_max: float = 900.0
     """Longest wait between two probes of a failed external proxy, in seconds."""
 
@@ -110,10 +110,10 @@ class HealthSettings:
             ),
             (self.tls_resume_for >= 0, "--tls-resume-for", self.tls_resume_for, "seconds >= 0"),
             (
-                self.failed_reprobe_min >= self.interval,
+                self.failed_reprobe_min > self.timeout,
                 "--failed-reprobe-min",
                 self.failed_reprobe_min,
-                "seconds >= --interval",
+                "seconds > --timeout",
             ),
             (
                 self.failed_reprobe_max >= self.failed_reprobe_min,
