@@ -1,7 +1,9 @@
-"""Health benchmarks: probes a second of one worker, and a 10,000-proxy fleet per interval.
+"""Health benchmarks: probes a second of one worker, and a 10,000-proxy fleet per interval;
+then probes a second through SOCKS5 upstreams against HTTP ones, in the same run.
 
 What runs: the dev HTTPS target (`python -m proxyfleet.devstack.target`), a handful of real
-Squids with basic auth, and one real `proxyfleet-health` process. The fleet is registered
+Squids with basic auth (and as many microsocks SOCKS5 servers with username/password), and
+one real `proxyfleet-health` process. The fleet is registered
 in Redis through ProxyRegistry; many registered proxies share each Squid, each with one of
 that Squid's users, so every probe is a real TCP connect, a real CONNECT with valid
 credentials through a real Squid, TLS to the target through the tunnel and one GET.
@@ -9,12 +11,13 @@ credentials through a real Squid, TLS to the target through the tunnel and one G
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from proxyfleet.bench.env import BenchEnv
 from proxyfleet.bench.figures import Figure
-from proxyfleet.bench.health_fleet import SquidPool, start_squids
+from proxyfleet.bench.health_fleet import SquidPool, start_microsocks, start_squids
 from proxyfleet.bench.health_proc import Target, start_target
 from proxyfleet.bench.health_runs import RunResult, RunSpec, measure
 
@@ -68,14 +71,14 @@ async def run(env: BenchEnv) -> list[Figure]:
 async def _measure_all(
     env: BenchEnv, base: Path, target: Target, pool: SquidPool, sizes: Sizes
 ) -> list[Figure]:
-    async def one(spec: RunSpec) -> RunResult:
+    async def one(spec: RunSpec, upstreams: SquidPool = pool) -> RunResult:
         return await measure(
             spec,
             base=base,
             nats_url=env.nats_url,
             redis_url=env.redis_url,
             target=target,
-            pool=pool,
+            pool=upstreams,
         )
 
     fleet = await one(RunSpec(sizes.fleet, sizes.interval, passes=2))
@@ -89,7 +92,55 @@ async def _measure_all(
     for loop, resume in sizes.variants:
         spec = RunSpec(sizes.variant_fleet, 60.0, passes=1, loop=loop, tls_resume_for=resume)
         figures.append(_variant_figure(await one(spec)))
+    figures.append(await _socks_vs_http(one, base, pool, sizes))
     return figures
+
+
+async def _socks_vs_http(
+    one: Callable[[RunSpec, SquidPool], Awaitable[RunResult]],
+    base: Path,
+    squids: SquidPool,
+    sizes: Sizes,
+) -> Figure:
+    """The same fleet size through as many microsocks as Squids, one run after the other."""
+    what = "health probes/s through SOCKS5 upstreams vs HTTP ones, same run"
+    try:
+        socks_pool = start_microsocks(base / "microsocks", sizes.squids)
+    except RuntimeError as exc:
+        return Figure(what, 0, "probes/s", "reported", met=False, notes=f"not measured: {exc}")
+    try:
+        spec = RunSpec(sizes.variant_fleet, 60.0, passes=1)
+        http = await one(spec, squids)
+        socks = await one(spec, socks_pool)
+    finally:
+        socks_pool.stop()
+    rate, baseline = socks.rate(), http.rate()
+    return Figure(
+        what=what,
+        value=round(rate),
+        unit="probes/s",
+        target="reported",
+        baseline=round(baseline),
+        ratio=round(rate / baseline, 2) if baseline else None,
+        notes=(
+            f"{sizes.variant_fleet:,} proxies on {sizes.squids} microsocks (greeting, RFC 1929 "
+            f"auth, CONNECT to the target's address) vs on {sizes.squids} Squids (CONNECT), "
+            f"{_how(spec)}; then TLS to the target and one GET either way; baseline = HTTP"
+        ),
+        extra={
+            "http_probes_per_s": round(baseline),
+            "socks5_worker_cpu_us_per_probe": round(socks.cpu_per_probe_us(), 1),
+            "http_worker_cpu_us_per_probe": round(http.cpu_per_probe_us(), 1),
+            "socks5_upstreams_cpu_us_per_probe": round(
+                socks.cpu_per_probe_us(lambda s: s.squids_cpu), 1
+            ),
+            "http_upstreams_cpu_us_per_probe": round(
+                http.cpu_per_probe_us(lambda s: s.squids_cpu), 1
+            ),
+            "socks5_failed_probes": socks.failed,
+            "http_failed_probes": http.failed,
+        },
+    )
 
 
 def _extra(result: RunResult) -> dict[str, float]:
