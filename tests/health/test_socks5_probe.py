@@ -18,8 +18,10 @@ from proxyfleet.common.core.clock import SystemClock
 from proxyfleet.common.domain import socks5
 from proxyfleet.common.wire.models import Phase, Proxy, Scheme
 from proxyfleet.health import loops
-from proxyfleet.health.probe import FailureKind, parse_target
+from proxyfleet.health.conn import ProbeConnection
+from proxyfleet.health.probe import FailureKind, ProbeFailure, parse_target
 from proxyfleet.health.prober import Outcome, Prober
+from proxyfleet.health.tunnel import RESOLVE_FOR, TargetResolver
 
 USER, PASSWORD = "vendor-user-7", "pa:ss@wörd"
 
@@ -243,3 +245,41 @@ async def test_a_silent_socks5_proxy_times_out_naming_the_step(target: TargetSer
     outcome, _ = await _probe(silent, Scheme.SOCKS5, target.url)
     assert outcome.kind == FailureKind.TIMEOUT
     assert outcome.result.error == "timed out after 1s waiting for the proxy's SOCKS5 method choice"
+
+
+def test_the_target_is_resolved_once_per_period_by_one_lookup(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    calls: list[str] = []
+    answers: list[str | None] = ["192.0.2.7", None, "192.0.2.8"]  # None: no such name
+
+    def lookup(host: str, *_: object, **__: object) -> list[object]:
+        calls.append(host)
+        answer = answers[len(calls) - 1]
+        if answer is None:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (answer, 443))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", lookup)  # asyncio's loop calls it
+    clock = [100.0]
+    resolver = TargetResolver("target.example", 443, now=lambda: clock[0])
+
+    async def run() -> list[str]:
+        conn = ProbeConnection()
+        together = await asyncio.gather(*(resolver.address(conn) for _ in range(5)))
+        clock[0] += RESOLVE_FOR - 1
+        still = await resolver.address(conn)
+        clock[0] += 1  # expired: looked up again, and that lookup fails
+        with pytest.raises(ProbeFailure, match=r"cannot resolve the target target\.example"):
+            await resolver.address(conn)
+        again = await resolver.address(conn)  # a failure is not kept
+        return [*together, still, again]
+
+    got = loops.run(run(), "asyncio")
+    assert got == ["192.0.2.7"] * 6 + ["192.0.2.8"]
+    assert calls == ["target.example"] * 3
+
+
+async def test_an_address_target_is_never_looked_up() -> None:
+    resolver = TargetResolver("::1", 443, now=lambda: 0.0)
+    assert await resolver.address(ProbeConnection()) == "::1"

@@ -56,7 +56,7 @@ class Prober:
         """`ssl_context` verifies the target (an https one); `proxy_ssl_context` verifies
         https proxies (default: the system's CAs, loaded when one is first probed)."""
         self._target = target
-        self._target_address = tunnel.literal_address(target.host)
+        self._resolver = tunnel.TargetResolver(target.host, target.port)
         self._proxy_ssl = proxy_ssl_context
         self._timeout = timeout
         self._clock = clock
@@ -95,10 +95,9 @@ class Prober:
         if not proxy.host or not proxy.port:
             raise ProbeFailure(FailureKind.UNREACHABLE, "proxy has no address yet")
         scheme = proxy.scheme
-        if scheme == Scheme.SOCKS5 and not self._target_address:  # resolved here, first
-            host = await tunnel.resolve(conn, self._target.host, self._target.port)
-        else:
-            host = self._target_address or self._target.host
+        host = self._target.host  # socks5h: the proxy resolves it
+        if scheme == Scheme.SOCKS5:  # resolved here, first
+            host = await self._resolver.address(conn)
         await conn.connect(proxy.host, proxy.port)
         if scheme == Scheme.HTTP:
             await tunnel.http_connect(conn, self._target, proxy)

@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import socket
+import time
+from collections.abc import Callable
 
 from proxyfleet.common.domain import socks5
 from proxyfleet.common.wire.models import Proxy
@@ -73,15 +75,42 @@ def literal_address(host: str) -> str:
         return ""
 
 
-async def resolve(conn: ProbeConnection, host: str, port: int) -> str:
-    """The target's first address, resolved here (socks5: the proxy is given an address)."""
-    conn.stage = "resolving the target's name"
-    loop = asyncio.get_running_loop()
-    try:
-        infos = await loop.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-    except OSError as exc:
-        message = f"cannot resolve the target {host}: {os_error(exc)}"
-        raise ProbeFailure(FailureKind.TARGET, message) from None
-    if not infos:
-        raise ProbeFailure(FailureKind.TARGET, f"cannot resolve the target {host}: no address")
-    return str(infos[0][4][0])
+RESOLVE_FOR = 30.0
+"""Seconds the target's resolved address is used by socks5 probes before it is looked up
+again (getaddrinfo has no TTL to give; the system resolver may not cache)."""
+
+
+class TargetResolver:
+    """The target's address for socks5 probes (the proxy is given an address): looked up
+    here at most once per RESOLVE_FOR seconds, one lookup shared by the probes waiting for
+    it, a failed lookup never kept."""
+
+    def __init__(self, host: str, port: int, *, now: Callable[[], float] = time.monotonic) -> None:
+        self._host, self._port, self._now = host, port, now
+        self._address = literal_address(host)
+        self._literal = bool(self._address)
+        self._until = 0.0
+        self._lookup: asyncio.Future[str] | None = None
+
+    async def address(self, conn: ProbeConnection) -> str:
+        if self._literal or (self._address and self._now() < self._until):
+            return self._address
+        conn.stage = "resolving the target's name"
+        lookup = self._lookup
+        if lookup is None or lookup.done():  # done: failed, or its address has expired
+            lookup = self._lookup = asyncio.ensure_future(self._resolve())
+        # shielded: a probe that times out must not cancel the lookup the others wait for
+        return await asyncio.shield(lookup)
+
+    async def _resolve(self) -> str:
+        loop = asyncio.get_running_loop()
+        host = self._host
+        try:
+            infos = await loop.getaddrinfo(host, self._port, type=socket.SOCK_STREAM)
+        except OSError as exc:
+            message = f"cannot resolve the target {host}: {os_error(exc)}"
+            raise ProbeFailure(FailureKind.TARGET, message) from None
+        if not infos:
+            raise ProbeFailure(FailureKind.TARGET, f"cannot resolve the target {host}: no address")
+        self._address, self._until = str(infos[0][4][0]), self._now() + RESOLVE_FOR
+        return self._address
