@@ -4,13 +4,14 @@ UV ?= $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 export UV_LINK_MODE ?= copy
 
 .PHONY: run test lint fmt setup uv-installed build-packages proxy-packages kvm-packages \
-	system-packages browser-packages bench bench-packages clean generate test-integration-kvm test-integration-gcp test-integration-k8s test-fast asyncapi crd test-faults test-deploy
+	system-packages browser-packages upstream-packages bench bench-packages clean generate test-integration-kvm test-integration-gcp test-integration-k8s test-fast asyncapi crd test-faults test-deploy
 
 # Debian packages, each installed once: apt runs only for those dpkg does not list as installed.
 BUILD_PACKAGES := libvirt-dev pkg-config
 KVM_PACKAGES := libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-system-x86 \
 	qemu-utils ovmf dnsmasq-base iptables iproute2
 BROWSER_PACKAGES := chromium fonts-dejavu-core
+UPSTREAM_PACKAGES := microsocks
 
 # $(call apt-install,PACKAGES,WHAT): install the missing PACKAGES as root; otherwise say how.
 define apt-install
@@ -61,7 +62,11 @@ kvm-packages: ## libvirtd, QEMU, OVMF, dnsmasq: the KVM tests run a real libvirt
 browser-packages: ## Chromium and a font: the dashboard tests (tests/ui) drive a real headless browser
 	$(call apt-install,$(BROWSER_PACKAGES),the dashboard tests)
 
-system-packages: build-packages proxy-packages kvm-packages browser-packages ## Every Debian package the tests use
+# The TLS upstream is Squid's https_port (proxy-packages): Debian's Squid has GnuTLS.
+upstream-packages: ## microsocks: the SOCKS5 upstream the tests of brought proxies use (tests/upstreams)
+	$(call apt-install,$(UPSTREAM_PACKAGES),the upstream proxy tests)
+
+system-packages: build-packages proxy-packages kvm-packages browser-packages upstream-packages ## Every Debian package the tests use
 
 run: proxy-packages setup ## Start NATS, Redis, every service and the local provider
 	$(UV) run --frozen proxyfleet-dev run

@@ -31,6 +31,9 @@ from proxyfleet.devstack.servers import start_nats, start_redis
 # The provider contract's asserts are in a plain module its subclasses import.
 pytest.register_assert_rewrite("tests.contract.provider_contract")
 
+# Real SOCKS5, TLS and vendor-gateway upstreams on loopback (tests/upstreams/__init__.py).
+pytest_plugins = ["tests.upstreams.fixtures"]
+
 # A suite started in the background of a non-interactive shell (`./.ci/run &`, nohup)
 # inherits SIGINT ignored, and so would every process it starts: the tests that press
 # Ctrl-C on the CLI (and on the commands it runs) need the default disposition there. A
@@ -70,6 +73,7 @@ SLOW_MODULES = {
 """Modules never marked `pure` though no server fixture shows it (paths from the root)."""
 PROCESS_FIXTURES = {
     "target", "squid", "proxypy", "own_squid", "proxy_state_dir", "stack", "fake_api",
+    "socks5_upstream", "tls_upstream", "vendor_gateway",
 }  # fmt: skip
 """Fixtures that start processes: a test using one is at least `process`."""
 

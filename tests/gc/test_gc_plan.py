@@ -98,3 +98,11 @@ def test_nothing_listed_nothing_planned() -> None:
 
 def test_why_describes_itself_for_the_intent_reason() -> None:
     assert [w.describe() for w in Why] == ["proxy absent", "proxy deleted", "proxy failed"]
+
+
+def test_a_failed_external_proxy_is_kept() -> None:
+    """An external proxy (a static provider's source lists it) stays failed, re-probed by
+    health, until its source drops it: GC never deletes outside Proxyfleet."""
+    failed = proxy("p1", Phase.FAILED)
+    failed.external = True
+    assert plan_deletions(ME, NOW, MIN_AGE, [resource()], {"p1": failed}) == []

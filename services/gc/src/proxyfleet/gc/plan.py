@@ -109,6 +109,6 @@ def _orphan_because(proxy: Proxy | None, tombstoned: bool) -> Why | None:
         return Why.DELETED if tombstoned else Why.ABSENT
     if proxy.phase == Phase.DELETED:
         return Why.DELETED
-    if proxy.phase == Phase.FAILED:
-        return Why.FAILED
+    if proxy.phase == Phase.FAILED and not proxy.external:
+        return Why.FAILED  # an external proxy stays failed, re-probed: nothing to delete
     return None
