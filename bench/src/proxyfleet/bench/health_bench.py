@@ -11,15 +11,15 @@ credentials through a real Squid, TLS to the target through the tunnel and one G
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from proxyfleet.bench.env import BenchEnv
 from proxyfleet.bench.figures import Figure
-from proxyfleet.bench.health_fleet import SquidPool, start_microsocks, start_squids
+from proxyfleet.bench.health_fleet import SquidPool, start_squids
 from proxyfleet.bench.health_proc import Target, start_target
 from proxyfleet.bench.health_runs import RunResult, RunSpec, measure
+from proxyfleet.bench.health_socks import socks_vs_http
 
 PROBES_TARGET = 1000.0
 """Probes a second one worker must reach (issue 3)."""
@@ -92,55 +92,9 @@ async def _measure_all(
     for loop, resume in sizes.variants:
         spec = RunSpec(sizes.variant_fleet, 60.0, passes=1, loop=loop, tls_resume_for=resume)
         figures.append(_variant_figure(await one(spec)))
-    figures.append(await _socks_vs_http(one, base, pool, sizes))
+    rounds = 1 if env.quick else 2
+    figures.append(await socks_vs_http(one, base, pool, sizes.variant_fleet, rounds))
     return figures
-
-
-async def _socks_vs_http(
-    one: Callable[[RunSpec, SquidPool], Awaitable[RunResult]],
-    base: Path,
-    squids: SquidPool,
-    sizes: Sizes,
-) -> Figure:
-    """The same fleet size through as many microsocks as Squids, one run after the other."""
-    what = "health probes/s through SOCKS5 upstreams vs HTTP ones, same run"
-    try:
-        socks_pool = start_microsocks(base / "microsocks", sizes.squids)
-    except RuntimeError as exc:
-        return Figure(what, 0, "probes/s", "reported", met=False, notes=f"not measured: {exc}")
-    try:
-        spec = RunSpec(sizes.variant_fleet, 60.0, passes=1)
-        http = await one(spec, squids)
-        socks = await one(spec, socks_pool)
-    finally:
-        socks_pool.stop()
-    rate, baseline = socks.rate(), http.rate()
-    return Figure(
-        what=what,
-        value=round(rate),
-        unit="probes/s",
-        target="reported",
-        baseline=round(baseline),
-        ratio=round(rate / baseline, 2) if baseline else None,
-        notes=(
-            f"{sizes.variant_fleet:,} proxies on {sizes.squids} microsocks (greeting, RFC 1929 "
-            f"auth, CONNECT to the target's address) vs on {sizes.squids} Squids (CONNECT), "
-            f"{_how(spec)}; then TLS to the target and one GET either way; baseline = HTTP"
-        ),
-        extra={
-            "http_probes_per_s": round(baseline),
-            "socks5_worker_cpu_us_per_probe": round(socks.cpu_per_probe_us(), 1),
-            "http_worker_cpu_us_per_probe": round(http.cpu_per_probe_us(), 1),
-            "socks5_upstreams_cpu_us_per_probe": round(
-                socks.cpu_per_probe_us(lambda s: s.squids_cpu), 1
-            ),
-            "http_upstreams_cpu_us_per_probe": round(
-                http.cpu_per_probe_us(lambda s: s.squids_cpu), 1
-            ),
-            "socks5_failed_probes": socks.failed,
-            "http_failed_probes": http.failed,
-        },
-    )
 
 
 def _extra(result: RunResult) -> dict[str, float]:
@@ -159,15 +113,6 @@ def _extra(result: RunResult) -> dict[str, float]:
     }
 
 
-def _how(spec: RunSpec) -> str:
-    tls = (
-        f"TLS sessions resumed, a full handshake every {spec.tls_resume_for:g} s"
-        if spec.tls_resume_for
-        else "a full TLS handshake on every probe"
-    )
-    return f"{spec.loop} loop, {tls}"
-
-
 def _rate_figure(result: RunResult, shared: str) -> Figure:
     rate = result.rate()
     extra = _extra(result)
@@ -181,7 +126,7 @@ def _rate_figure(result: RunResult, shared: str) -> Figure:
         target=">= 1,000/s",
         met=rate >= PROBES_TARGET and result.failed == 0,
         notes=(
-            f"{shared}; {_how(result.spec)}; middle 80% of a pass with every proxy due; "
+            f"{shared}; {result.spec.how()}; middle 80% of a pass with every proxy due; "
             "target and Squids share the 2 cores (worker_cpu_bound_probes_per_s: what the "
             "worker's CPU per probe allows on a core of its own)"
         ),
@@ -220,7 +165,7 @@ def _rss_figure(result: RunResult) -> Figure:
 
 def _variant_figure(result: RunResult) -> Figure:
     return Figure(
-        what=f"health probes/s: {_how(result.spec)}",
+        what=f"health probes/s: {result.spec.how()}",
         value=round(result.rate()),
         unit="probes/s",
         target="reported",
