@@ -163,7 +163,11 @@ async def start_gateway(
             redis_client=redis_client,
             open_files=raise_open_files(),  # as the host does for the gateway
         )
-        assembly = assemble(ctx)
+        try:
+            assembly = assemble(ctx)
+        except BaseException:  # a setting refused at start: nothing to stop but this
+            await nc.close()
+            raise
         tasks: list[asyncio.Future[None]] = [
             asyncio.ensure_future(run(stop)) for run in assembly.parts.components.values()
         ]

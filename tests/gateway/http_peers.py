@@ -28,6 +28,10 @@ class Origin:
     connections: int = 0
     requests: list[tuple[str, str, bytes]] = field(default_factory=list)
     """(method, path, body) of each request, in order."""
+    heads: list[bytes] = field(default_factory=list)
+    """Each request's head as it came."""
+    peers: list[str] = field(default_factory=list)
+    """The address each connection came from (an upstream's exit)."""
     open: set[asyncio.StreamWriter] = field(default_factory=set)
 
     def url(self, path: str) -> str:
@@ -35,6 +39,7 @@ class Origin:
 
     async def serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.connections += 1
+        self.peers.append(writer.get_extra_info("peername")[0])
         self.open.add(writer)
         try:
             while True:
@@ -42,6 +47,7 @@ class Origin:
                     head = await reader.readuntil(b"\r\n\r\n")
                 except (asyncio.IncompleteReadError, ConnectionError):
                     return
+                self.heads.append(head)
                 method, path, headers = _request_head(head)
                 body = await _request_body(reader, headers)
                 self.requests.append((method, path, body))

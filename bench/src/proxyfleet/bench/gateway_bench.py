@@ -117,11 +117,8 @@ def download_speed(proxy_url: str, url: str, ca: str) -> float:
 
 
 def _rss_kib(pids: list[int]) -> int:
-    total = 0
-    for pid in pids:
-        lines = Path(f"/proc/{pid}/status").read_text().splitlines()
-        total += next(int(line.split()[1]) for line in lines if line.startswith("VmRSS:"))
-    return total
+    lines = [ln for pid in pids for ln in Path(f"/proc/{pid}/status").read_text().splitlines()]
+    return sum(int(line.split()[1]) for line in lines if line.startswith("VmRSS:"))
 
 
 async def idle_tunnels(
@@ -168,11 +165,13 @@ def _start_target(module: str, *args: str) -> tuple[subprocess.Popen[str], int]:
     return proc, int(line.rsplit(" ", 1)[1])
 
 
-def _start_gateway(env: BenchEnv, port: int, processes: int) -> list[subprocess.Popen[bytes]]:
+def _start_gateway(
+    env: BenchEnv, port: int, processes: int, zones: str = "bench-a", *extra: str
+) -> list[subprocess.Popen[bytes]]:
     config = env.base_dir / "gateway-providers.yaml"
     config.write_text(
         f"providers:\n  - name: {PROVIDER}\n    type: local\n"
-        "    zones: [bench-a]\n    local: {}\n"
+        f"    zones: [{zones}]\n    local: {{}}\n"
     )
     binary = Path(sys.executable).parent / "proxyfleet-gateway"
     envs = dict(os.environ)
@@ -185,7 +184,7 @@ def _start_gateway(env: BenchEnv, port: int, processes: int) -> list[subprocess.
     )
     log = open(env.base_dir / "logs" / "gateway.log", "ab")  # noqa: SIM115  (the child's)
     argv = [str(binary), "--port", str(port), "--cooldown", "0", "--max-probe-age", "0",
-            "--metrics-port", "0", "--reuse-port"]  # fmt: skip
+            "--metrics-port", "0", "--reuse-port", *extra]  # fmt: skip
     procs = [subprocess.Popen(argv, env=envs, stdout=log, stderr=log) for _ in range(processes)]
     log.close()
     wait_tcp("127.0.0.1", port, timeout=30)

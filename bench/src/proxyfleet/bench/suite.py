@@ -27,6 +27,7 @@ MODULES: dict[str, str] = {
     "health": "proxyfleet.bench.health_bench",
     "lifecycle": "proxyfleet.bench.lifecycle_bench",
     "gateway": "proxyfleet.bench.gateway_bench",
+    "gateway-upstreams": "proxyfleet.bench.gateway_upstreams_bench",
     "pools": "proxyfleet.bench.pools_bench",
 }
 """Benchmark modules in run order; each has `async def run(env: BenchEnv) -> list[Figure]`."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from proxyfleet.gateway import wire
 from proxyfleet.gateway.tunnels import Hold
-from proxyfleet.gateway.upstream import credentials
+from proxyfleet.gateway.upstream import SOCKS, credentials
 
 LEASE_HEADER, PROXY_HEADER = "X-Proxyfleet-Lease-Id", "X-Proxyfleet-Proxy-Id"
 EPOCH_HEADER = "X-Proxyfleet-Lease-Epoch"
@@ -27,14 +27,23 @@ def upstream_head(req: wire.RequestHead, hold: Hold, *, keep_alive: bool) -> byt
     """The request as the upstream gets it: absolute URL, the client's HTTP version, the
     client's hop-by-hop headers (its credentials among them, and those its Connection
     names) dropped, the upstream's own credentials added; `Connection: close` unless the
-    upstream connection is to carry another request."""
-    lines = [f"{req.method} http://{req.authority}{req.target} {req.version}\r\n".encode()]
+    upstream connection is to carry another request. Through a SOCKS5 proxy's tunnel the
+    origin gets it: origin form, with a Host header, no credentials."""
+    to_origin = hold.proxy.scheme in SOCKS
+    if to_origin:
+        path = req.target if req.target.startswith("/") else "/" + req.target
+        lines = [f"{req.method} {path} {req.version}\r\n".encode()]
+        if req.header(b"host") is None:
+            lines.append(f"Host: {req.authority}\r\n".encode())
+    else:
+        lines = [f"{req.method} http://{req.authority}{req.target} {req.version}\r\n".encode()]
     named = wire.nominated(req.headers)
     for name, value in req.headers:
         lower = name.lower()
         if lower not in wire.HOP_BY_HOP and lower not in named:
             lines.append(name + b": " + value + b"\r\n")
-    lines.append(credentials(hold.proxy))
+    if not to_origin:
+        lines.append(credentials(hold.proxy))
     lines.append(b"\r\n" if keep_alive else b"Connection: close\r\n\r\n")
     return b"".join(lines)
 

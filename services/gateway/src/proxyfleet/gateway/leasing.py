@@ -191,7 +191,7 @@ class Leaser:
             return None
         granted = GrantedProxy(
             proxy.id, proxy.provider, proxy.zone, proxy.host, proxy.port,
-            proxy.username, proxy.password,
+            proxy.username, proxy.password, proxy.scheme,
         )  # fmt: skip
         return Hold(bound.lease_id, bound.epoch, granted, owner, target, sel.session, bound.ends_at)
 

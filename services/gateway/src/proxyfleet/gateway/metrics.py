@@ -23,7 +23,8 @@ BYTES = Counter(
 )
 UPSTREAM_CONNECT_SECONDS = Histogram(
     "proxyfleet_gateway_upstream_connect_seconds",
-    "Time to reach the leased upstream proxy and get its answer to CONNECT, by result.",
+    "Time to reach the leased upstream proxy and open a tunnel through it (its answer to "
+    "CONNECT, or the SOCKS5 dialogue), by result.",
     ["result"],
     buckets=LATENCY_BUCKETS,
 )

@@ -22,7 +22,7 @@ from proxyfleet.gateway.refusals import Refused, bad_response, upstream_failed
 from proxyfleet.gateway.settings import GatewaySettings
 from proxyfleet.gateway.splice import Side
 from proxyfleet.gateway.tunnels import Hold, Relay, Tunnels
-from proxyfleet.gateway.upstream import UpstreamFailed, open_tunnel, open_upstream
+from proxyfleet.gateway.upstream import SOCKS, Dialer, Unresolved, UpstreamFailed, tls_context
 from proxyfleet.gateway.username import Selector
 
 log = get_logger(__name__)
@@ -48,11 +48,17 @@ class Plain:
     relay: Relay | None = None
     counted: bool = False
     """Counted as relayed (`ok`) once, however many requests it carries."""
+    bound_to: str = ""
+    """The authority the upstream connection is a tunnel to (a SOCKS5 proxy's); "": it
+    carries requests for any host (an HTTP proxy's)."""
 
-    def reusable(self, hold: Hold) -> Side | None:
-        """The kept upstream connection, when it can carry a request on `hold`."""
+    def reusable(self, hold: Hold, authority: str) -> Side | None:
+        """The kept upstream connection, when it can carry a request for `authority` on
+        `hold`."""
         up = self.upstream
         if up is None or self.relay is None or self.relay.hold.lease_id != hold.lease_id:
+            return None
+        if self.bound_to and self.bound_to != authority:
             return None
         return None if up.eof or up.lost or up.kept else up
 
@@ -73,25 +79,30 @@ class Relaying:
         self._leaser = leaser
         self._tunnels = tunnels
         self._blocked = settings.blocked()
+        self._dialer = Dialer(
+            settings.connect_timeout,
+            settings.max_header_bytes,
+            tls_context(settings.upstream_ca_bundle),
+        )
         self.stopping = False
         """The gateway stops: plain responses say `Connection: close`."""
 
-    async def _upstream(self, caller: Caller, authority: str | None) -> tuple[Hold, Side]:
-        """A connection to the caller's proxy (a tunnel to `authority`, or a plain one);
-        on failure, report it and retry once on another proxy."""
+    async def _upstream(self, caller: Caller, req: wire.RequestHead) -> tuple[Hold, Side]:
+        """A connection to the caller's proxy for `req` (a tunnel to its authority, or
+        one for plain requests); on failure, report it and retry once on another proxy."""
         assert caller.hold is not None
         hold = caller.hold
         for attempt in (1, 2):
             try:
-                if authority is not None:
-                    upstream = await open_tunnel(
-                        hold.proxy, authority, self._s.connect_timeout, self._s.max_header_bytes
-                    )
+                if req.is_connect:
+                    upstream = await self._dialer.tunnel(hold.proxy, req.host, req.port)
                 else:
-                    upstream = await open_upstream(
-                        hold.proxy, self._s.connect_timeout, self._s.max_header_bytes
-                    )
+                    upstream = await self._dialer.plain(hold.proxy, req.host, req.port)
                 return hold, upstream
+            except Unresolved as exc:  # another proxy would not fare better
+                raise Refused(
+                    502, str(exc), "upstream_failed", wire.proxy_status("dns_error", str(exc))
+                ) from None
             except UpstreamFailed as exc:
                 log.info(
                     "gateway.upstream_failed",
@@ -116,7 +127,7 @@ class Relaying:
         raise AssertionError("unreachable")
 
     async def tunnel(self, req: wire.RequestHead, caller: Caller, client: Side) -> None:
-        hold, upstream = await self._upstream(caller, req.authority)
+        hold, upstream = await self._upstream(caller, req)
         client.write(wire.response(200, ids(hold)))
         await self._relay(Relay(hold, client, upstream), until_upstream_eof=False)
 
@@ -124,7 +135,7 @@ class Relaying:
         """One plain-HTTP request on `conn`, on the caller's lease. True when the client
         connection may carry another request."""
         ex, hold, resp, raw = await self._ask(req, caller, conn)
-        if resp.status == 407:
+        if resp.status == 407 and hold.proxy.scheme not in SOCKS:  # not the origin's
             conn.drop_upstream(abort=True)  # the client still gets the answer below
             await self._leaser.report(hold, LeaseOutcome.FAILED, "upstream answered 407")
             raise upstream_failed("the upstream proxy refused its credentials", "407")
@@ -160,13 +171,14 @@ class Relaying:
         without a body can be sent again as it is)."""
         assert caller.hold is not None
         for attempt in (1, 2):
-            hold, upstream = caller.hold, conn.reusable(caller.hold)
+            hold, upstream = caller.hold, conn.reusable(caller.hold, req.authority)
             reused = upstream is not None
             if upstream is None:
                 # Off the relays while it connects: a retry elsewhere ends this lease, and
                 # its end event must not close the client connection.
                 self.detach(conn)
-                hold, upstream = await self._upstream(caller, None)
+                hold, upstream = await self._upstream(caller, req)
+                conn.bound_to = req.authority if hold.proxy.scheme in SOCKS else ""
                 self._attach(conn, hold, upstream)
             ex = Exchange(req, conn.client, upstream)
             ex.send(upstream_head(req, hold, keep_alive=req.keeps_alive))

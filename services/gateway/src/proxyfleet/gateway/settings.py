@@ -49,7 +49,11 @@ class GatewaySettings:
     header_timeout: float = 10.0
     """Seconds a client has to send its request head (then 408)."""
     connect_timeout: float = 5.0
-    """Seconds to reach the upstream proxy and get its answer to CONNECT."""
+    """Seconds to reach the upstream proxy (its TLS handshake for `https`), then again to
+    get its answer to CONNECT (or to finish the SOCKS5 dialogue)."""
+    upstream_ca_bundle: str = ""
+    """CA certificates (a PEM file) that verify the certificates of `https` upstream
+    proxies (TLS to the proxy, then CONNECT inside); empty: the system's store."""
     max_header_bytes: int = 16_384
     """Largest request (or upstream response) head, in bytes (then 431)."""
     blocked_statuses: str = "401,403,429"

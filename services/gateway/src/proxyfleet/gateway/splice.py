@@ -137,19 +137,33 @@ class Side(asyncio.Protocol):
                 self._over_limit = False
                 self._read_again()
             self._waiter = asyncio.get_running_loop().create_future()
-            try:
+            try:  # inline (not `_more`): once per head of every tunnel
                 await self._waiter
             finally:
                 self._waiter = None
 
+    async def read_exactly(self, n: int) -> bytes:
+        """The next `n` bytes (a SOCKS answer); IncompleteReadError if the connection ends."""
+        while len(self._buffer) < n:
+            if self.eof or self.lost:
+                raise asyncio.IncompleteReadError(bytes(self._buffer), n)
+            await self._more()
+        data = bytes(self._buffer[:n])
+        del self._buffer[:n]
+        return data
+
     async def wait_data(self) -> None:
         """Until a byte is kept (a next head starts) or the connection ended."""
         while not self._buffer and not self.eof and not self.lost:
-            self._waiter = asyncio.get_running_loop().create_future()
-            try:
-                await self._waiter
-            finally:
-                self._waiter = None
+            await self._more()
+
+    async def _more(self) -> None:
+        """Until something arrives (or the connection ends)."""
+        self._waiter = asyncio.get_running_loop().create_future()
+        try:
+            await self._waiter
+        finally:
+            self._waiter = None
 
     @property
     def kept(self) -> int:
