@@ -73,7 +73,7 @@ async def test_failed_external_probes_wait_longer_and_longer(
     waits = [b - a for a, b in zip([failed.updated_at, *times], times, strict=False)]
     # failed at 0: probed at 0.5, 1 (failed 0.5 s: waits 0.5 s), 2 and 3 (the 1 s cap)
     for wait, expected in zip(waits, [0.5, 0.5, 1.0, 1.0], strict=False):
-        assert expected - 0.05 < wait < expected + 0.5, waits
+        assert expected - 0.1 < wait < expected + 1.0, waits
     assert len(_results(probe_results, ready.id)) > 2 * len(times)
 
 
