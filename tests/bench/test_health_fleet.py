@@ -12,11 +12,17 @@ import msgspec
 import pytest
 import redis.asyncio as aioredis
 
-from proxyfleet.bench.health_fleet import SquidPool, fleet_proxies, seed, start_squids
+from proxyfleet.bench.health_fleet import (
+    SquidPool,
+    fleet_proxies,
+    seed,
+    start_microsocks,
+    start_squids,
+)
 from proxyfleet.bench.health_proc import Target, cpu_seconds, rss_mb, start_target
 from proxyfleet.common.core.clock import SystemClock
 from proxyfleet.common.store import ProxyRegistry
-from proxyfleet.common.wire.models import Phase
+from proxyfleet.common.wire.models import Phase, Scheme
 from proxyfleet.health.probe import FailureKind, parse_target
 from proxyfleet.health.prober import OK, Prober, make_ssl_context
 
@@ -73,6 +79,27 @@ async def test_seeded_proxies_are_due_and_probe_for_real(
         assert outcome.kind == OK, outcome.result.error
     wrong = await prober.probe(msgspec.structs.replace(claimed[0], password="not-it"))
     assert wrong.kind == FailureKind.AUTH  # the shared Squid checks each proxy's credentials
+
+
+async def test_a_microsocks_fleet_probes_for_real_over_socks5(base: Path, target: Target) -> None:
+    pool = start_microsocks(base / "microsocks", 2)
+    try:
+        proxies = fleet_proxies(pool, 4)
+        assert {p.scheme for p in proxies} == {Scheme.SOCKS5}
+        assert {p.port for p in proxies} == {s.port for s in pool.squids}
+        prober = Prober(
+            parse_target(target.url),
+            timeout=5,
+            clock=SystemClock(),
+            ssl_context=make_ssl_context(target.ca_file),
+        )
+        for proxy in proxies:
+            outcome = await prober.probe(proxy)
+            assert outcome.kind == OK, outcome.result.error
+        wrong = await prober.probe(msgspec.structs.replace(proxies[0], password="not-it"))
+        assert wrong.kind == FailureKind.AUTH
+    finally:
+        pool.stop()
 
 
 def test_proc_readers(target: Target) -> None:

@@ -35,7 +35,7 @@ from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.common.store.egress import EgressStore
 from proxyfleet.common.wire import subjects
 from proxyfleet.common.wire.events import Event
-from proxyfleet.common.wire.models import Phase, ProbeResult, Proxy
+from proxyfleet.common.wire.models import Phase, ProbeResult, Proxy, Scheme
 from proxyfleet.devstack.servers import free_port, wait_tcp
 from proxyfleet.health.prober import Prober, make_ssl_context
 from proxyfleet.health.settings import HealthSettings
@@ -181,6 +181,9 @@ class MakeProxy(Protocol):
         password: str = ...,
         boot_timeout: float = ...,
         proxy_id: str = ...,
+        scheme: Scheme = ...,
+        external: bool = ...,
+        username: str = ...,
     ) -> Awaitable[Proxy]: ...
 
 
@@ -190,7 +193,8 @@ _counter = iter(range(1_000_000))
 @pytest.fixture
 def make_proxy(registry: ProxyRegistry) -> MakeProxy:
     """A proxy on 127.0.0.1:port moved through the lifecycle as the provisioner would, to
-    `booting` (then `ready` if asked): the transition into booting schedules its probes."""
+    `booting` (then `ready` or `failed` if asked): the transition into booting schedules
+    its probes."""
 
     async def make(
         port: int,
@@ -199,6 +203,9 @@ def make_proxy(registry: ProxyRegistry) -> MakeProxy:
         password: str = PASSWORD,
         boot_timeout: float = 60.0,
         proxy_id: str = "",
+        scheme: Scheme = Scheme.HTTP,
+        external: bool = False,
+        username: str = USER,
     ) -> Proxy:
         now = time.time()
         pid = proxy_id or f"ptest{next(_counter):06d}{os.getpid()}"
@@ -208,10 +215,12 @@ def make_proxy(registry: ProxyRegistry) -> MakeProxy:
             zone="z1",
             phase=Phase.PROVISIONING,
             gen=1,
-            username=USER,
+            username=username,
             password=password,
             created_at=now,
             updated_at=now,
+            scheme=scheme,
+            external=external,
         )
         assert await registry.create(proxy)
         await registry.transition(
@@ -224,6 +233,8 @@ def make_proxy(registry: ProxyRegistry) -> MakeProxy:
         )
         if phase is Phase.READY:
             await registry.transition(pid, Phase.READY)
+        elif phase is Phase.FAILED:  # as its last probe failed it, just now
+            await registry.transition(pid, Phase.FAILED, reason="gone", last_probe_at=now)
         got = await registry.get(pid)
         assert got is not None
         assert got.phase is phase
@@ -342,6 +353,9 @@ def run_worker(
                 timeout=settings.timeout,
                 clock=clock,
                 ssl_context=make_ssl_context(settings.ca_file),
+                proxy_ssl_context=settings.proxy_ssl_context()
+                if settings.proxy_ca_bundle
+                else None,
             ),
             clock=clock,
             providers=[PROVIDER],

@@ -56,6 +56,10 @@ def test_bad_flag_values_stop_with_a_message(tmp_path: Path) -> None:
     assert done.returncode == 2
     assert "--ca-file" in done.stderr
     assert "cannot load CA certificates" in done.stderr
+    bundle = tmp_path / "no-proxy-ca.pem"
+    done = _run("--providers-config", str(config), "--proxy-ca-bundle", str(bundle))
+    assert done.returncode == 2
+    assert f"--proxy-ca-bundle {bundle}: cannot load CA certificates" in done.stderr
 
 
 @pytest.mark.parametrize("loop", LOOPS)

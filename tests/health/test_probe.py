@@ -7,6 +7,7 @@ import base64
 import pytest
 
 from proxyfleet.common.core.errors import ConfigError
+from proxyfleet.common.domain import socks5
 from proxyfleet.health import probe
 from proxyfleet.health.probe import FailureKind, ProbeFailure, Target
 from proxyfleet.health.settings import HealthSettings
@@ -103,6 +104,33 @@ def test_check_connect() -> None:
     assert info.value.kind is FailureKind.PROXY
 
 
+@pytest.mark.parametrize(
+    ("error", "kind", "message"),
+    [
+        (
+            socks5.Socks5Error("the server refused the username/password", auth=True),
+            FailureKind.AUTH,
+            "proxy rejected credentials (SOCKS5: the server refused the username/password)",
+        ),
+        (
+            socks5.Socks5Error("CONNECT refused", socks5.Reply.HOST_UNREACHABLE),
+            FailureKind.PROXY,
+            "proxy refused CONNECT: host unreachable (SOCKS5 reply 4)",
+        ),
+        (
+            socks5.Socks5Error("not a SOCKS5 server (bad answer to the greeting)"),
+            FailureKind.PROXY,
+            "SOCKS5 proxy: not a SOCKS5 server (bad answer to the greeting)",
+        ),
+    ],
+)
+def test_socks5_failures_read_like_http_ones(
+    error: socks5.Socks5Error, kind: FailureKind, message: str
+) -> None:
+    failure = probe.socks5_failure(error)
+    assert (failure.kind, str(failure)) == (kind, message)
+
+
 def test_check_target() -> None:
     probe.check_target(_head(204))
     with pytest.raises(ProbeFailure, match=r"^target answered 503 Busy$") as info:
@@ -140,6 +168,8 @@ def test_settings_defaults_are_valid() -> None:
     assert (s.unhealthy_timeout, s.unhealthy_max_share) == (300.0, 0.5)
     assert s.hysteresis.unhealthy_timeout == 300.0
     assert HealthSettings(unhealthy_timeout=0).hysteresis.unhealthy_timeout == 0
+    assert s.failed_wait == (30.0, 900.0)
+    assert s.proxy_ca_bundle == ""
 
 
 @pytest.mark.parametrize(
@@ -153,6 +183,8 @@ def test_settings_defaults_are_valid() -> None:
         ({"unhealthy_timeout": -1.0}, "--unhealthy-timeout: expected seconds >= 0, got -1"),
         ({"unhealthy_max_share": 0.0}, "--unhealthy-max-share: expected 0 < share <= 1"),
         ({"unhealthy_max_share": 1.5}, "--unhealthy-max-share"),
+        ({"failed_reprobe_min": 3.0}, "--failed-reprobe-min: expected seconds > --timeout, got 3"),
+        ({"failed_reprobe_max": 10.0}, "--failed-reprobe-max: expected seconds >= --failed-"),
     ],
 )
 def test_settings_reject_bad_values(overrides: dict[str, object], message: str) -> None:

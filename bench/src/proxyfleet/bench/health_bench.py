@@ -1,7 +1,9 @@
-"""Health benchmarks: probes a second of one worker, and a 10,000-proxy fleet per interval.
+"""Health benchmarks: probes a second of one worker, and a 10,000-proxy fleet per interval;
+then probes a second through SOCKS5 upstreams against HTTP ones, in the same run.
 
 What runs: the dev HTTPS target (`python -m proxyfleet.devstack.target`), a handful of real
-Squids with basic auth, and one real `proxyfleet-health` process. The fleet is registered
+Squids with basic auth (and as many microsocks SOCKS5 servers with username/password), and
+one real `proxyfleet-health` process. The fleet is registered
 in Redis through ProxyRegistry; many registered proxies share each Squid, each with one of
 that Squid's users, so every probe is a real TCP connect, a real CONNECT with valid
 credentials through a real Squid, TLS to the target through the tunnel and one GET.
@@ -17,6 +19,7 @@ from proxyfleet.bench.figures import Figure
 from proxyfleet.bench.health_fleet import SquidPool, start_squids
 from proxyfleet.bench.health_proc import Target, start_target
 from proxyfleet.bench.health_runs import RunResult, RunSpec, measure
+from proxyfleet.bench.health_socks import socks_vs_http
 
 PROBES_TARGET = 1000.0
 """Probes a second one worker must reach (issue 3)."""
@@ -68,14 +71,14 @@ async def run(env: BenchEnv) -> list[Figure]:
 async def _measure_all(
     env: BenchEnv, base: Path, target: Target, pool: SquidPool, sizes: Sizes
 ) -> list[Figure]:
-    async def one(spec: RunSpec) -> RunResult:
+    async def one(spec: RunSpec, upstreams: SquidPool = pool) -> RunResult:
         return await measure(
             spec,
             base=base,
             nats_url=env.nats_url,
             redis_url=env.redis_url,
             target=target,
-            pool=pool,
+            pool=upstreams,
         )
 
     fleet = await one(RunSpec(sizes.fleet, sizes.interval, passes=2))
@@ -89,6 +92,8 @@ async def _measure_all(
     for loop, resume in sizes.variants:
         spec = RunSpec(sizes.variant_fleet, 60.0, passes=1, loop=loop, tls_resume_for=resume)
         figures.append(_variant_figure(await one(spec)))
+    rounds = 1 if env.quick else 2
+    figures.append(await socks_vs_http(one, base, pool, sizes.variant_fleet, rounds))
     return figures
 
 
@@ -108,15 +113,6 @@ def _extra(result: RunResult) -> dict[str, float]:
     }
 
 
-def _how(spec: RunSpec) -> str:
-    tls = (
-        f"TLS sessions resumed, a full handshake every {spec.tls_resume_for:g} s"
-        if spec.tls_resume_for
-        else "a full TLS handshake on every probe"
-    )
-    return f"{spec.loop} loop, {tls}"
-
-
 def _rate_figure(result: RunResult, shared: str) -> Figure:
     rate = result.rate()
     extra = _extra(result)
@@ -130,7 +126,7 @@ def _rate_figure(result: RunResult, shared: str) -> Figure:
         target=">= 1,000/s",
         met=rate >= PROBES_TARGET and result.failed == 0,
         notes=(
-            f"{shared}; {_how(result.spec)}; middle 80% of a pass with every proxy due; "
+            f"{shared}; {result.spec.how()}; middle 80% of a pass with every proxy due; "
             "target and Squids share the 2 cores (worker_cpu_bound_probes_per_s: what the "
             "worker's CPU per probe allows on a core of its own)"
         ),
@@ -169,7 +165,7 @@ def _rss_figure(result: RunResult) -> Figure:
 
 def _variant_figure(result: RunResult) -> Figure:
     return Figure(
-        what=f"health probes/s: {_how(result.spec)}",
+        what=f"health probes/s: {result.spec.how()}",
         value=round(result.rate()),
         unit="probes/s",
         target="reported",

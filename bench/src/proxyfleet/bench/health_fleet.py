@@ -1,9 +1,11 @@
-"""A probe-able fleet for the health benchmarks: a handful of real Squids with basic auth,
-and many registered proxies that share them.
+"""A probe-able fleet for the health benchmarks: a handful of real Squids with basic auth
+(or of real SOCKS5 servers, microsocks, with username/password), and many registered
+proxies that share them.
 
-Each Squid gets its own users (bcrypt htpasswd, the format the local provider writes);
-each registered proxy carries one of its Squid's usernames and passwords, so every probe
-is a real CONNECT with valid credentials through a real proxy.
+Each Squid gets its own users (bcrypt htpasswd, the format the local provider writes; a
+microsocks, one user); each registered proxy carries one of its upstream's usernames and
+passwords, so every probe is a real CONNECT (or SOCKS5 CONNECT) with valid credentials
+through a real proxy.
 """
 
 from __future__ import annotations
@@ -20,10 +22,11 @@ from pathlib import Path
 
 from proxyfleet.common.domain.squid import SquidOptions, htpasswd_line, render_squid_conf
 from proxyfleet.common.store import ProxyRegistry
-from proxyfleet.common.wire.models import Phase, Proxy
+from proxyfleet.common.wire.models import Phase, Proxy, Scheme
 from proxyfleet.devstack.servers import free_port, wait_tcp
 
 SQUID = "/usr/sbin/squid"
+MICROSOCKS = "microsocks"
 SQUID_USER = "proxy"
 """Squid drops to this user when started as root: its folder must be readable by it."""
 PROVIDER = "bench"
@@ -39,7 +42,7 @@ class Credential:
 
 @dataclass
 class SharedSquid:
-    """One real Squid process and the users it accepts."""
+    """One real upstream process (a Squid, or a microsocks) and the users it accepts."""
 
     port: int
     folder: Path
@@ -60,6 +63,8 @@ class SharedSquid:
 @dataclass
 class SquidPool:
     squids: list[SharedSquid] = field(default_factory=list)
+    scheme: Scheme = Scheme.HTTP
+    """What its upstreams speak: http (Squid) or socks5 (microsocks)."""
 
     def pids(self) -> list[int]:
         return [s.pid for s in self.squids if s.pid]
@@ -134,6 +139,31 @@ def _start_squid(
     return SharedSquid(port=port, folder=folder, users=creds, proc=proc)
 
 
+def start_microsocks(base_dir: Path, count: int) -> SquidPool:
+    """`count` microsocks SOCKS5 servers, each with one user (RuntimeError: not installed)."""
+    binary = shutil.which(MICROSOCKS)
+    if binary is None:
+        raise RuntimeError("microsocks not found: the SOCKS5 health benchmark needs it")
+    pool = SquidPool(scheme=Scheme.SOCKS5)
+    try:
+        for i in range(count):
+            folder = base_dir / f"microsocks{i}"
+            folder.mkdir(parents=True, exist_ok=True)
+            port = free_port()
+            cred = Credential(f"u{secrets.token_hex(6)}", secrets.token_urlsafe(18))
+            argv = [binary, "-i", "127.0.0.1", "-p", str(port)]
+            argv += ["-u", cred.username, "-P", cred.password]
+            with open(folder / "microsocks.out", "ab") as log:
+                proc = subprocess.Popen(argv, stdout=log, stderr=log, start_new_session=True)
+            pool.squids.append(SharedSquid(port=port, folder=folder, users=[cred], proc=proc))
+        for server in pool.squids:
+            wait_tcp("127.0.0.1", server.port, timeout=15)
+    except BaseException:
+        pool.stop()
+        raise
+    return pool
+
+
 def fleet_proxies(pool: SquidPool, count: int, prefix: str = "pb") -> list[Proxy]:
     """`count` registry entries spread round-robin over the pool's Squids and users."""
     now = time.time()
@@ -155,6 +185,7 @@ def fleet_proxies(pool: SquidPool, count: int, prefix: str = "pb") -> list[Proxy
                 host="127.0.0.1",
                 port=squid.port,
                 resource_id=f"shared-squid-{squid.port}",
+                scheme=pool.scheme,
             )
         )
     return out

@@ -39,6 +39,15 @@ class RunSpec:
     tls_resume_for: float = 60.0
     timeout: float = 5.0
 
+    def how(self) -> str:
+        """The worker's loop and TLS settings, in words."""
+        tls = (
+            f"TLS sessions resumed, a full handshake every {self.tls_resume_for:g} s"
+            if self.tls_resume_for
+            else "a full TLS handshake on every probe"
+        )
+        return f"{self.loop} loop, {tls}"
+
     def args(self, target: Target) -> list[str]:
         return [
             *("--target", target.url, "--ca-file", target.ca_file),

@@ -19,7 +19,8 @@ _HEAD_END = b"\r\n\r\n"
 
 
 class ProbeConnection(asyncio.Protocol):
-    """A TCP connection to a proxy, then (after CONNECT) TLS to the target through it."""
+    """A TCP connection to a proxy (TLS to it first for an https proxy), then, once the
+    tunnel is open, TLS to the target through it."""
 
     __slots__ = ("_buf", "_closed", "_error", "_scanned", "_transport", "_waiter", "stage")
 
@@ -94,11 +95,24 @@ class ProbeConnection(asyncio.Protocol):
             if self._scanned > probe.MAX_HEAD_BYTES:
                 raise ProbeFailure(kind, f"{who} sent a response head that is too long")
             if self._closed:
-                if self._error is not None:
-                    message = f"{who} connection failed: {os_error(self._error)}"
-                    raise ProbeFailure(kind, message)
-                raise ProbeFailure(kind, f"{who} closed the connection before answering")
+                raise self._closed_failure(who)
             await self._wait()
+
+    async def read_exactly(self, n: int, who: str = "proxy") -> bytes:
+        """The next `n` bytes (a SOCKS5 answer's length is known before it arrives)."""
+        while len(self._buf) < n:
+            if self._closed:
+                raise self._closed_failure(who)
+            await self._wait()
+        data = bytes(self._buf[:n])
+        del self._buf[:n]
+        return data
+
+    def _closed_failure(self, who: str) -> ProbeFailure:
+        kind = FailureKind.PROXY if who == "proxy" else FailureKind.TARGET
+        if self._error is not None:
+            return ProbeFailure(kind, f"{who} connection failed: {os_error(self._error)}")
+        return ProbeFailure(kind, f"{who} closed the connection before answering")
 
     async def read_body(self, head: probe.ResponseHead) -> bytes:
         """The body, at most MAX_BODY_BYTES; a short or failed read gives what arrived."""
@@ -112,25 +126,27 @@ class ProbeConnection(asyncio.Protocol):
         del self._buf[:want]
         return probe.dechunk(data) if chunked else data
 
-    async def start_tls(self, context: ssl.SSLContext, host: str) -> None:
-        """TLS to `host` inside the tunnel; this protocol then sees the decrypted bytes."""
+    async def start_tls(self, context: ssl.SSLContext, host: str, who: str = "target") -> None:
+        """TLS to `host`: the target inside the tunnel, or an https proxy itself (`who` =
+        "proxy", a failure then the proxy's); this protocol then sees the decrypted bytes."""
         transport = self._transport
         assert transport is not None
-        self.stage = "in the TLS handshake with the target"
+        self.stage = f"in the TLS handshake with the {who}"
+        kind = FailureKind.TLS if who == "target" else FailureKind.PROXY
+        link = "tunnel" if who == "target" else "proxy"
         loop = asyncio.get_running_loop()
         try:
             tls = await loop.start_tls(transport, self, context, server_hostname=host)
         except ssl.SSLCertVerificationError as exc:
-            message = f"target certificate rejected: {exc.verify_message or exc.reason}"
-            raise ProbeFailure(FailureKind.TLS, message) from None
+            message = f"{who} certificate rejected: {exc.verify_message or exc.reason}"
+            raise ProbeFailure(kind, message) from None
         except ssl.SSLError as exc:
-            message = f"TLS with the target failed: {exc.reason}"
-            raise ProbeFailure(FailureKind.TLS, message) from None
+            raise ProbeFailure(kind, f"TLS with the {who} failed: {exc.reason}") from None
         except (OSError, EOFError) as exc:  # EOFError: uvloop's SSL, on a close mid-handshake
-            message = f"tunnel closed during the TLS handshake: {os_error(exc)}"
-            raise ProbeFailure(FailureKind.TLS, message) from None
+            message = f"{link} closed during the TLS handshake: {os_error(exc)}"
+            raise ProbeFailure(kind, message) from None
         if tls is None:  # the loop closed the transport under us
-            raise ProbeFailure(FailureKind.TLS, "tunnel closed during the TLS handshake")
+            raise ProbeFailure(kind, f"{link} closed during the TLS handshake")
         self._transport = tls
         self._closed = False
         self._error = None

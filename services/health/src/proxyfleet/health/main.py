@@ -16,7 +16,11 @@ from proxyfleet.health.worker import HealthWorker
 async def build(ctx: host.Context[HealthSettings]) -> host.Parts:
     s = ctx.settings
     prober = Prober(
-        s.parsed_target(), timeout=s.timeout, clock=ctx.clock, ssl_context=s.ssl_context()
+        s.parsed_target(),
+        timeout=s.timeout,
+        clock=ctx.clock,
+        ssl_context=s.ssl_context(),
+        proxy_ssl_context=s.proxy_ssl_context(),
     )
     namespace = ctx.common.namespace
     worker = HealthWorker(

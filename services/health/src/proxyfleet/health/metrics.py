@@ -17,7 +17,8 @@ PROBE_SECONDS = Histogram(
 )
 PROBES = Counter(
     "proxyfleet_probes_total",
-    "Probes made, by result: ok, or why they failed (auth = 407, timeout, unreachable, ...).",
+    "Probes made, by result: ok, or why they failed (auth: credentials refused, by a 407 "
+    "or SOCKS5; timeout, unreachable, ...).",
     ["result"],
 )
 TRANSITIONS = Counter(

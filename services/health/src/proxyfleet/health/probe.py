@@ -1,8 +1,9 @@
 """The probe's wire protocol as pure functions: no sockets, no clock, tested directly.
 
-A probe is `CONNECT host:port` through the proxy with the proxy's credentials, then one
-`GET` to the target inside the tunnel (over TLS for an https target). The target may answer
-with a JSON body `{"ip": "..."}`, which gives the proxy's egress IP.
+A probe opens a tunnel to the target through the proxy with the proxy's credentials (`CONNECT
+host:port`, or SOCKS5: proxyfleet.common.domain.socks5), then sends one `GET` to the target
+inside it (over TLS for an https target). The target may answer with a JSON body
+`{"ip": "..."}`, which gives the proxy's egress IP.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import msgspec
+
+from proxyfleet.common.domain import socks5
 
 MAX_HEAD_BYTES = 16 * 1024
 """Longest response head (status line and headers) a probe accepts."""
@@ -27,9 +30,10 @@ class FailureKind(enum.StrEnum):
     UNREACHABLE = "unreachable"
     """The proxy did not accept a TCP connection."""
     AUTH = "auth"
-    """The proxy answered 407: it rejected the credentials."""
+    """The proxy rejected the credentials (HTTP 407, or SOCKS5's username/password)."""
     PROXY = "proxy"
-    """The proxy refused the tunnel with another status, or spoke no HTTP."""
+    """The proxy refused the tunnel otherwise, spoke no HTTP (or no SOCKS5), or an https
+    proxy failed its TLS handshake (its certificate rejected)."""
     TLS = "tls"
     """The TLS handshake with the target through the tunnel failed."""
     TARGET = "target"
@@ -212,3 +216,15 @@ def egress_ip(body: bytes) -> str:
         return _ip_decoder.decode(body).ip
     except msgspec.DecodeError:
         return ""
+
+
+def socks5_failure(exc: socks5.Socks5Error) -> ProbeFailure:
+    """What a SOCKS5 proxy's refusal or protocol error means for the probe: credentials
+    refused are the proxy's AUTH failure, like a 407."""
+    if exc.auth:
+        return ProbeFailure(FailureKind.AUTH, f"proxy rejected credentials (SOCKS5: {exc})")
+    if exc.reply is not None:
+        name = exc.reply.name.lower().replace("_", " ")
+        message = f"proxy refused CONNECT: {name} (SOCKS5 reply {int(exc.reply)})"
+        return ProbeFailure(FailureKind.PROXY, message)
+    return ProbeFailure(FailureKind.PROXY, f"SOCKS5 proxy: {exc}")

@@ -1,5 +1,7 @@
-"""One real probe: TCP to the proxy, CONNECT with its credentials, TLS to the target inside
-the tunnel, one GET. Bounded by a timeout; the socket is always closed."""
+"""One real probe: TCP to the proxy (and TLS to it, for an https proxy), a tunnel to the
+target in the proxy's protocol with its credentials (HTTP CONNECT or SOCKS5: tunnel.py), TLS
+to the target inside the tunnel, one GET. Bounded by a timeout; the socket is always
+closed."""
 
 from __future__ import annotations
 
@@ -11,8 +13,8 @@ from dataclasses import dataclass
 
 from proxyfleet.common.core.clock import Clock
 from proxyfleet.common.domain import egress
-from proxyfleet.common.wire.models import ProbeResult, Proxy
-from proxyfleet.health import probe
+from proxyfleet.common.wire.models import ProbeResult, Proxy, Scheme
+from proxyfleet.health import probe, tunnel
 from proxyfleet.health.conn import ProbeConnection
 from proxyfleet.health.probe import FailureKind, ProbeFailure, Target
 from proxyfleet.health.tls import ProbeTlsContext, make_ssl_context
@@ -49,8 +51,13 @@ class Prober:
         timeout: float,
         clock: Clock,
         ssl_context: ssl.SSLContext | None = None,
+        proxy_ssl_context: ssl.SSLContext | None = None,
     ) -> None:
+        """`ssl_context` verifies the target (an https one); `proxy_ssl_context` verifies
+        https proxies (default: the system's CAs, loaded when one is first probed)."""
         self._target = target
+        self._resolver = tunnel.TargetResolver(target.host, target.port)
+        self._proxy_ssl = proxy_ssl_context
         self._timeout = timeout
         self._clock = clock
         self._ssl = (ssl_context or make_ssl_context()) if target.tls else None
@@ -78,14 +85,27 @@ class Prober:
         finally:
             conn.close()
 
+    def _proxy_tls(self) -> ssl.SSLContext:
+        if self._proxy_ssl is None:
+            self._proxy_ssl = make_ssl_context()
+        return self._proxy_ssl
+
     async def _exchange(self, proxy: Proxy, conn: ProbeConnection) -> str:
-        """CONNECT, TLS, GET; returns the egress IP as reported ("" when not)."""
+        """Tunnel, TLS, GET; returns the egress IP as reported ("" when not)."""
         if not proxy.host or not proxy.port:
             raise ProbeFailure(FailureKind.UNREACHABLE, "proxy has no address yet")
+        scheme = proxy.scheme
+        host = self._target.host  # socks5h: the proxy resolves it
+        if scheme == Scheme.SOCKS5:  # resolved here, first
+            host = await self._resolver.address(conn)
         await conn.connect(proxy.host, proxy.port)
-        conn.stage = "waiting for the proxy's CONNECT reply"
-        conn.write(probe.connect_request(self._target, proxy.username, proxy.password))
-        probe.check_connect(probe.parse_response_head(await conn.read_head("proxy"), "proxy"))
+        if scheme == Scheme.HTTP:
+            await tunnel.http_connect(conn, self._target, proxy)
+        elif scheme == Scheme.HTTPS:
+            await conn.start_tls(self._proxy_tls(), proxy.host, "proxy")
+            await tunnel.http_connect(conn, self._target, proxy)
+        else:
+            await tunnel.socks5_connect(conn, self._target, host, proxy)
         if self._ssl is not None:
             await conn.start_tls(self._ssl, self._target.host)
         conn.stage = "waiting for the target's reply"

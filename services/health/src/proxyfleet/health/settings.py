@@ -22,6 +22,9 @@ class HealthSettings:
     so: docs/egress.md); any other answer leaves it unknown."""
     ca_file: str = ""
     """PEM bundle that verifies the target's certificate; empty: the system CAs."""
+    proxy_ca_bundle: str = ""
+    """PEM bundle that verifies the certificates of https proxies (TLS to the proxy, then
+    CONNECT inside it; the name checked is the proxy's host); empty: the system CAs."""
     interval: float = 5.0
     """Seconds between two probes of one proxy, shared by every replica."""
     timeout: float = 3.0
@@ -63,6 +66,15 @@ class HealthSettings:
     handshake verified its certificate; every probe still makes a new connection, a new
     CONNECT and a (shorter) handshake. 0: a full handshake on every probe."""
 
+    failed_reprobe_min: float = 30.0
+    """Seconds between a failed external proxy's last probe and its next one at first (a
+    proxy Proxyfleet did not create is kept when it fails, and probed again; a good probe
+    makes it ready). Each wait is as long as the proxy has been failed, so the waits double
+    up to --failed-reprobe-max. Longer than --timeout (never two probes of one proxy at
+    once). Managed failed proxies are never probed (their delete is under way)."""
+    failed_reprobe_max: float = 900.0
+    """Longest wait between two probes of a failed external proxy, in seconds."""
+
     egress_confirm_after: int = 2
     """Probes in a row that must see a new exit address before it replaces the known one
     (a first address counts at once); an address flapping between two values never
@@ -98,6 +110,18 @@ class HealthSettings:
             ),
             (self.tls_resume_for >= 0, "--tls-resume-for", self.tls_resume_for, "seconds >= 0"),
             (
+                self.failed_reprobe_min > self.timeout,
+                "--failed-reprobe-min",
+                self.failed_reprobe_min,
+                "seconds > --timeout",
+            ),
+            (
+                self.failed_reprobe_max >= self.failed_reprobe_min,
+                "--failed-reprobe-max",
+                self.failed_reprobe_max,
+                "seconds >= --failed-reprobe-min",
+            ),
+            (
                 self.egress_confirm_after >= 1,
                 "--egress-confirm-after",
                 self.egress_confirm_after,
@@ -123,10 +147,21 @@ class HealthSettings:
             return None
         return make_ssl_context(self.ca_file, self.tls_resume_for)
 
+    def proxy_ssl_context(self) -> ProbeTlsContext:
+        """The context that verifies https proxies; ConfigError for a bundle that cannot be
+        loaded."""
+        return make_ssl_context(self.proxy_ca_bundle, flag="--proxy-ca-bundle")
+
     def with_tls_checked(self) -> HealthSettings:
-        """These settings, once the TLS context could be built (ConfigError otherwise)."""
+        """These settings, once the TLS contexts could be built (ConfigError otherwise)."""
         self.ssl_context()
+        self.proxy_ssl_context()
         return self
+
+    @property
+    def failed_wait(self) -> tuple[float, float]:
+        """The shortest and longest waits between two probes of a failed external proxy."""
+        return (self.failed_reprobe_min, self.failed_reprobe_max)
 
     @property
     def hysteresis(self) -> Hysteresis:

@@ -70,9 +70,12 @@ class ProbeTlsContext(ssl.SSLContext):
         return super().wrap_bio(incoming, outgoing, server_side, server_hostname, session)
 
 
-def make_ssl_context(ca_file: str = "", resume_for: float = 0.0) -> ProbeTlsContext:
-    """Verifying client context, built once per process (CA file: the target's private CA;
-    none: the system's). `resume_for` > 0 turns session resumption on."""
+def make_ssl_context(
+    ca_file: str = "", resume_for: float = 0.0, flag: str = "--ca-file"
+) -> ProbeTlsContext:
+    """Verifying client context, built once per process (CA file: the target's, or the
+    https proxies', private CA; none: the system's). `resume_for` > 0 turns session
+    resumption on. `flag`: the setting that named the file, for the error."""
     ctx = ProbeTlsContext(ssl.PROTOCOL_TLS_CLIENT)  # verifies the chain and the host name
     try:
         if ca_file:
@@ -80,6 +83,6 @@ def make_ssl_context(ca_file: str = "", resume_for: float = 0.0) -> ProbeTlsCont
         else:
             ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
     except (OSError, ssl.SSLError) as exc:
-        raise ConfigError(f"--ca-file {ca_file}: cannot load CA certificates: {exc}") from None
+        raise ConfigError(f"{flag} {ca_file}: cannot load CA certificates: {exc}") from None
     ctx.configure(resume_for)
     return ctx

@@ -3,10 +3,10 @@
 Three stages, joined by in-memory queues, so a slow probe never holds up the others:
 
   claim (1 task)  -- `registry.claim_probe_share`: atomic, each proxy once per interval
-                     across replicas; claims at most this replica's fair share of the
-                     due proxies (ceil(due / live replicas)) and no more than its free
-                     probe slots, then waits a jittered tick, so which replica claims
-                     next is random and each gets about the same share.
+                     across replicas (a failed external one with backoff); at most this
+                     replica's fair share of the due proxies (ceil(due / live replicas))
+                     and its free probe slots, then waits a jittered tick, so which
+                     replica claims next is random and each gets about the same share.
   probe (N tasks) -- a fixed pool of `concurrency` tasks, each running one probe at a time.
   write (K tasks) -- `writers` tasks, each taking every result waiting (up to claim_batch):
                      publish each ProbeResult on core NATS (no flush), apply the hysteresis
@@ -150,7 +150,9 @@ class HealthWorker:
                 continue
             want = min(room, s.claim_batch)
             try:
-                claim = await self._registry.claim_probe_share(s.interval, want, self.replica)
+                claim = await self._registry.claim_probe_share(
+                    s.interval, want, self.replica, failed_wait=s.failed_wait
+                )
             except StoreUnavailable as exc:  # Redis down: keep trying, stay alive.
                 if self._claim_ok:
                     log.warning("health.claim_failed", error=str(exc) or type(exc).__name__)

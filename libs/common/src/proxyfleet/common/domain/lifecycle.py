@@ -106,10 +106,11 @@ def decide_after_probe(
     error: str = "",
     rules: Hysteresis = Hysteresis(),
 ) -> ProbeDecision:
-    """Ready after the first good probe while booting; unhealthy after N failures; ready
-    again after M successes; a booting proxy past its deadline fails, and so does an
-    unhealthy one whose probe fails `rules.unhealthy_timeout` or more after `since` (when
-    it entered its phase: the proxy's `updated_at`)."""
+    """Ready after the first good probe while booting (or failed: an external proxy);
+    unhealthy after N failures; ready again after M successes; a booting proxy past its
+    deadline fails, and so does an unhealthy one whose probe fails
+    `rules.unhealthy_timeout` or more after `since` (when it entered its phase: the
+    proxy's `updated_at`)."""
     oks = ok_streak + 1 if ok else 0
     fails = 0 if ok else fail_streak + 1
     if phase is Phase.BOOTING:
@@ -119,6 +120,8 @@ def decide_after_probe(
             reason = f"not healthy within boot timeout: {error or 'no successful probe'}"
             return ProbeDecision(oks, fails, Phase.FAILED, reason)
         return ProbeDecision(oks, fails, None)
+    if phase is Phase.FAILED and ok:  # only an external proxy is probed while failed
+        return ProbeDecision(oks, fails, Phase.READY)
     if phase is Phase.READY and fails >= rules.unhealthy_after:
         return ProbeDecision(oks, fails, Phase.UNHEALTHY, error)
     if phase is Phase.UNHEALTHY:

@@ -242,12 +242,23 @@ class ProxyRegistry:
         """Proxies whose probe is due, each pushed one interval ahead (shared by replicas)."""
         return (await self.claim_probe_share(interval, limit, replica)).proxies
 
-    async def claim_probe_share(self, interval: float, limit: int, replica: str) -> ProbeClaim:
+    async def claim_probe_share(
+        self,
+        interval: float,
+        limit: int,
+        replica: str,
+        *,
+        failed_wait: tuple[float, float] | None = None,
+    ) -> ProbeClaim:
         """Like `claim_probes`; with a `replica` name, at most its fair share of the due
         proxies (ceil(due / replicas that claimed within the last interval)), and the
-        count of those replicas. A `limit` of 0 claims nothing but counts the replica."""
+        count of those replicas. A `limit` of 0 claims nothing but counts the replica.
+        `failed_wait`: the shortest and longest waits between two probes of a failed
+        proxy (only an external one stays on the schedule); each is as long as the proxy
+        has been failed, within those bounds (None: one interval)."""
         now = repr(self._clock.now())
-        reply = await self._scripts.call("claim_probes", now, interval, limit, replica)
+        backoff = failed_wait or ()
+        reply = await self._scripts.call("claim_probes", now, interval, limit, replica, *backoff)
         rows = reply[1:]
         return ProbeClaim([proxy_from_hash(pairs_to_dict(r)) for r in rows], int(reply[0]))
 

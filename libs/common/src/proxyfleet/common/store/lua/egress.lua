@@ -8,7 +8,7 @@
 -- proxy.egress_shared (when others leave through the new one) and lease.revoked.
 -- -> {OK, gen, ended_lease_id, shared} | {MISSING} | {STALE_GEN, gen, phase}
 --    | {PHASE_REFUSED, gen, phase} not a probed phase (going away: its address no longer
---    counts)   (PROXY_REPLY)
+--    counts; a failed external proxy is probed)   (PROXY_REPLY)
 local id, expected, now_raw, event_id = ARGV[2], tonumber(ARGV[3]), ARGV[4], ARGV[5]
 local ip, net, revoke, reason = ARGV[6], ARGV[7], ARGV[10] == '1', ARGV[11]
 local shared_max = tonumber(ARGV[12])
@@ -18,7 +18,9 @@ local cur = redis.call('HMGET', pkey, 'gen', 'phase', 'provider', 'zone', 'pool'
 if not cur[1] then return {PROXY_REPLY.MISSING} end
 local gen, phase = tonumber(cur[1]), cur[2]
 if expected >= 0 and gen ~= expected then return {PROXY_REPLY.STALE_GEN, gen, phase} end
-if not PROBED[phase] then
+-- A failed external proxy is still probed (and kept): the probe that makes it ready
+-- confirms its address first, as for any proxy turning ready.
+if not PROBED[phase] and not (phase == 'failed' and redis.call('HGET', pkey, 'external') == '1') then
   return {PROXY_REPLY.PHASE_REFUSED, gen, phase}
 end
 for i = 13, #ARGV, 2 do redis.call('HSET', pkey, ARGV[i], ARGV[i + 1]) end

@@ -64,7 +64,9 @@ else
   index_add(cur[3], id)
 end
 
-if PROBED[to] then
+-- A failed external proxy stays on the probe schedule: health probes it with backoff
+-- (claim_probes.lua), and a good probe makes it ready again.
+if PROBED[to] or (to == 'failed' and redis.call('HGET', pkey, 'external') == '1') then
   if not PROBED[phase] then
     redis.call('ZADD', k('probe'), now, id)
   end
