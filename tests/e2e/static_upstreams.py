@@ -9,10 +9,11 @@ from __future__ import annotations
 import contextlib
 import secrets
 import shutil
+import socket
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from tests.loopback_squid.host import find_squid, hand_to_proxy_user, make_root
+from tests.loopback_squid.host import accepts, find_squid, hand_to_proxy_user, make_root
 from tests.upstreams.processes import require_binary, start_listening, stop
 from tests.upstreams.socks5 import running_socks5
 from tests.upstreams.tls_proxy import NCSA_AUTH
@@ -20,7 +21,6 @@ from tests.upstreams.vendor_gateway import VendorGateway, running_vendor_gateway
 
 from proxyfleet.common.domain.squid import htpasswd_line
 from proxyfleet.common.wire.models import proxy_url
-from proxyfleet.devstack.servers import free_port
 from proxyfleet.devstack.target import make_tls_material
 
 HOST = "127.0.0.1"
@@ -102,6 +102,19 @@ def squid_conf(directory: str, listeners: list[Listener], names: list[str]) -> s
     return "\n".join(lines) + "\n"
 
 
+def distinct_free_ports(count: int, taken: set[int]) -> list[int]:
+    """`count` free ports, none of them in `taken` and no two alike (each is held bound
+    until all are picked: one at a time, the kernel may hand a port out twice)."""
+    with contextlib.ExitStack() as held:
+        ports: list[int] = []
+        while len(ports) < count:
+            s = held.enter_context(socket.socket())
+            s.bind((HOST, 0))
+            if (port := int(s.getsockname()[1])) not in taken:
+                ports.append(port)
+        return ports
+
+
 @contextlib.contextmanager
 def running_multi_squid(
     kinds: list[str], users: list[tuple[str, str]]
@@ -118,7 +131,7 @@ def running_multi_squid(
         chosen: list[Listener] = []
 
         def argv(port: int) -> list[str]:
-            ports = [port, *(free_port(HOST) for _ in kinds[1:])]
+            ports = [port, *distinct_free_ports(len(kinds) - 1, taken={port})]
             exits = [SQUID_EXITS.format(i + 1) for i in range(len(kinds))]
             chosen[:] = [Listener(k, p, e) for k, p, e in zip(kinds, ports, exits, strict=True)]
             (root / "squid.conf").write_text(squid_conf(str(root), chosen, names))
@@ -127,6 +140,8 @@ def running_multi_squid(
 
         proc, _ = start_listening(argv, root, HOST)
         try:
+            for lis in chosen:  # the first accepts: the others are bound by then
+                assert accepts(HOST, lis.port), f"squid is not listening on {lis.port}"
             yield list(chosen), str(files.ca)
         finally:
             stop(proc)

@@ -71,6 +71,15 @@ def ready(admin: Api, ids: list[str]) -> bool:
     return all(p == "ready" for p in admin.phases(ids).values())
 
 
+def registered_to_ready(events: Events, ids: list[str]) -> float:
+    """Seconds from the first proxy.pending of `ids` to the last first proxy.ready."""
+    first: dict[tuple[str, str], float] = {}
+    for b in events.all():
+        first.setdefault((b["type"], b["proxy_id"]), b["time"])
+    pending = min(first[("proxy.pending", pid)] for pid in ids)
+    return max(first[("proxy.ready", pid)] for pid in ids) - pending
+
+
 def hold(client: Api, pid: str) -> dict[str, Any]:
     """A lease on `pid`, once the loops leave it free."""
 
@@ -148,6 +157,8 @@ def check_no_credential_leaked(
     assert not [s for t in gw_load.tunnels for s in forms if s.encode() in t.received]
     logs = log_files(stack)
     assert {"api.log", "gateway.log", "health.log", f"{PROVISIONER}.log"} <= set(logs)
+    for name in ("health.log", f"{PROVISIONER}.log"):  # the run's logs, every proxy in them
+        assert [e for e in up.first if proxy_id(e) not in logs[name]] == []
     assert {(name, s) for name, text in logs.items() for s in forms if s in text} == set()
     assert not [s for s in forms if s.encode() in events.published()]
 
@@ -172,6 +183,9 @@ def test_a_pasted_list_edited_while_leases_run(
             wait_for("50 proxies ready", lambda: ready(admin, first_ids), timeout=60)
             figures["s from the stack's start to 50 ready"] = time.monotonic() - began
             figures["s of it after the provisioner was up"] = time.monotonic() - up_at
+            figures["s from the first registered to 50 ready"] = registered_to_ready(
+                events, first_ids
+            )
             expected = exits(up)
             listed = {p["id"]: p for p in admin.proxies(provider=PROVIDER)}
             assert sorted(listed) == sorted(first_ids)
