@@ -136,15 +136,19 @@ def check_no_lease_lost(
         assert [b for b in events.of_type(kind) if b["proxy_id"] in ours] == []
 
 
-def forgotten_after_release(events: Events, held: list[dict[str, Any]]) -> None:
-    """Each held proxy's proxy.deleted came after its lease's lease.released."""
+def drained_then_forgotten(events: Events, removed: list[str], held: list[dict[str, Any]]) -> None:
+    """Each removed proxy's proxy.drained came before its proxy.deleted, and a held one's
+    proxy.deleted after its lease's lease.released."""
     order = [(b["type"], b["proxy_id"], b.get("lease_id", "")) for b in events.all()]
+
+    def first(kind: str, pid: str) -> int:
+        return next(i for i, o in enumerate(order) if o[:2] == (kind, pid))
+
+    for pid in removed:
+        assert first("proxy.drained", pid) < first("proxy.deleted", pid)
     for h in held:
         pid = h["proxy"]["id"]
-        released = order.index(("lease.released", pid, h["lease_id"]))
-        deleted = [i for i, o in enumerate(order) if o[:2] == ("proxy.deleted", pid)]
-        assert deleted
-        assert deleted[0] > released
+        assert order.index(("lease.released", pid, h["lease_id"])) < first("proxy.deleted", pid)
 
 
 def check_no_credential_leaked(
@@ -246,7 +250,7 @@ def test_a_pasted_list_edited_while_leases_run(
             late = [g.proxy_id for g in api_load.grants if g.asked_at > drained_at]
             late += [t.proxy_id for t in gw_load.tunnels if t.asked_at > drained_at]
             assert not set(late) & set(removed)
-            forgotten_after_release(events, held[:2])
+            drained_then_forgotten(events, removed, held[:2])
             # Unchanged ones kept their state: the same record, its generation counted on.
             after = {p["id"]: p for p in admin.proxies(provider=PROVIDER)}
             for pid in (proxy_id(e) for e in kept):
