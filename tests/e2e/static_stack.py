@@ -59,6 +59,7 @@ def static_stack(
     opts = StackOptions(
         base_dir=base,
         api_port=0,
+        gateway_port=0,  # not 8899: other stacks on this machine may be taking it
         nats_url=nats_url,
         redis_url=own_redis,
         health_interval=HEALTH_INTERVAL,
