@@ -7,11 +7,12 @@ there every `refresh` (a whole-directory mount, which the kubelet updates in pla
 from __future__ import annotations
 
 import re
+import tomllib
 from pathlib import Path
 from typing import Any
 
 import yaml
-from tests.deploy.kube import CLUSTER_SCOPED, Doc, container_env, named, of_kind, render
+from tests.deploy.kube import CLUSTER_SCOPED, DEPLOY, Doc, container_env, named, of_kind, render
 from tests.deploy.test_manifests import _console_scripts, _container, _docs, _providers_text
 from tests.deploy.test_manifests_gateway import _settings, _with_operator_secrets
 
@@ -99,6 +100,15 @@ def test_the_provisioner_runs_its_console_script_with_probes_as_non_root() -> No
     assert container["securityContext"]["readOnlyRootFilesystem"] is True
     # One replica syncs at a time (a lock in Redis); any handles intents: two are safe.
     assert dep["spec"]["replicas"] >= 2
+
+
+def test_the_image_holds_every_workspace_member_and_so_the_static_console_script() -> None:
+    dockerfile = (DEPLOY / "Dockerfile").read_text()
+    assert "uv sync --all-packages --frozen --no-dev --no-editable" in dockerfile
+    root = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    assert "services/provisioner-static" in root["tool"]["uv"]["workspace"]["members"]
+    pyproject = tomllib.loads((ROOT / "services/provisioner-static/pyproject.toml").read_text())
+    assert "proxyfleet-provisioner-static" in pyproject["project"]["scripts"]
 
 
 def test_the_providers_patch_parses_keeps_the_local_provider_and_names_the_provisioner() -> None:
