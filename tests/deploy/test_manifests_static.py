@@ -21,6 +21,7 @@ from proxyfleet.common.host.options import env_name
 from proxyfleet.common.providers import parse_providers_config
 from proxyfleet.gateway.main import SERVICE as GATEWAY
 from proxyfleet.gateway.settings import GatewaySettings
+from proxyfleet.health.main import SERVICE as HEALTH
 from proxyfleet.provisioner_static.main import SERVICE as STATIC
 from proxyfleet.provisioner_static.pure.config import StaticProviderConfig
 from proxyfleet.provisioner_static.settings import StaticProvisionerSettings
@@ -201,6 +202,7 @@ def test_the_ca_overlay_gives_health_and_the_gateway_the_bundle_and_nothing_else
         "health": env_name("health", "proxy_ca_bundle", common=False),
     }
     assert variables["gateway"] in {spec.env for spec in all_options(GATEWAY)}
+    assert variables["health"] in {spec.env for spec in all_options(HEALTH)}
     for name, variable in variables.items():
         dep = with_ca[name]
         container = _container(dep)
