@@ -25,6 +25,8 @@ OVERLAYS = (
     "kubernetes-kvm",
     "kubernetes-gcp",
     "kubernetes-gcp-key",
+    "kubernetes-static",
+    "kubernetes-static-ca",
 )
 """Every kustomization under deploy/ that is applied as it is (the components and
 deploy/kubernetes/core are rendered through these)."""

@@ -64,7 +64,9 @@ async def test_failed_external_probes_wait_longer_and_longer(
     probe_results: Collector,
 ) -> None:
     """Each wait as long as the proxy has been failed, from 0.5 s to 1 s; meanwhile a ready
-    proxy is probed every 0.3 s."""
+    proxy is probed every 0.3 s. Only the lower bounds are asserted: a probe is never
+    early, but a loaded machine may run it late (the exact schedule is
+    test_failed_reprobe's, on a manual clock)."""
     ready = await make_proxy(squid.port, phase=Phase.READY)
     failed = await make_proxy(1, phase=Phase.FAILED, external=True)  # nothing listens on 1
     async with run_worker(failed_reprobe_min=0.5, failed_reprobe_max=1.0):
@@ -73,8 +75,8 @@ async def test_failed_external_probes_wait_longer_and_longer(
     waits = [b - a for a, b in zip([failed.updated_at, *times], times, strict=False)]
     # failed at 0: probed at 0.5, 1 (failed 0.5 s: waits 0.5 s), 2 and 3 (the 1 s cap)
     for wait, expected in zip(waits, [0.5, 0.5, 1.0, 1.0], strict=False):
-        assert expected - 0.1 < wait < expected + 1.0, waits
-    assert len(_results(probe_results, ready.id)) > 2 * len(times)
+        assert wait >= expected - 0.05, waits  # slack for the float times only
+    assert len(_results(probe_results, ready.id)) >= len(times)
 
 
 async def test_a_failed_managed_proxy_is_not_probed(

@@ -4,12 +4,15 @@ line an admin adds."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from proxyfleet.common.core.errors import ConfigError, InvalidInput
 from proxyfleet.common.providers import parse_providers_config, provider_types
 from proxyfleet.common.wire.models import Scheme
 from proxyfleet.provisioner_static.pure.config import StaticProviderConfig, parse_entry
+from proxyfleet.provisioner_static.secret_files import with_secrets
 
 SECRET = "vendor-Pa55"
 CONFIG = f"""
@@ -107,6 +110,12 @@ def test_the_defaults_allow_a_provider_fed_by_the_api_alone() -> None:
         ),
         ("-session-{session}", "", "static.vendor.username: expected a {session} slot"),
         ("{country}", "{city}", "static.vendor.username: slot {city} is not in params"),
+        (
+            f"password: {SECRET}",
+            f"password: {SECRET}\n        password_file: /run/secrets/vendor",
+            "static.vendor: expected exactly one of password or password_file",
+        ),
+        (f"password: {SECRET}", "", "static.vendor: expected exactly one of password or"),
         ("empty_guard: 30", "empty_guard: 130", "providers[0].static.empty_guard"),
         ("empty_guard: 30", "guard: 30", "unknown field `guard`"),
     ],
@@ -156,3 +165,24 @@ def test_a_bad_inline_proxy_is_refused_with_its_line_in_the_file() -> None:
         "providers.yaml: key providers[0].static.proxies[1].url: port out of range:"
         f" expected 1-65535 (line {line})"
     )
+
+
+def test_a_vendor_password_file_is_read_by_the_provisioner_only(tmp_path: Path) -> None:
+    """Every service parses the providers file; only the static provisioner reads the
+    file (a mounted Secret) into the password."""
+    secret = tmp_path / "vendor-password"
+    config = CONFIG.replace(f"password: {SECRET}", f"password_file: {secret}")
+    entry = parse(config)  # parsing and checks do not need the file
+    assert entry.static.vendor is not None
+    assert entry.static.vendor.password == ""
+    with pytest.raises(ConfigError, match="vendor-password: No such file") as err:
+        with_secrets(entry)
+    secret.write_text("")
+    with pytest.raises(ConfigError, match="the file is empty"):
+        with_secrets(entry)
+    secret.write_text(SECRET + "\n")
+    vendor = with_secrets(entry).static.vendor
+    assert vendor is not None
+    assert (vendor.password, vendor.password_file) == (SECRET, "")
+    assert SECRET not in str(err.value)
+    assert with_secrets(parse()) == parse()  # an inline password is kept as it is

@@ -11,6 +11,7 @@ from proxyfleet.common.store import PoolStore, ProviderEntries, ProxyRegistry
 from proxyfleet.provisioner_static.adapter import StaticProvider
 from proxyfleet.provisioner_static.provider_type import PROVIDER_TYPE
 from proxyfleet.provisioner_static.pure.config import StaticProviderConfig
+from proxyfleet.provisioner_static.secret_files import with_secrets
 from proxyfleet.provisioner_static.settings import StaticProvisionerSettings
 from proxyfleet.provisioner_static.syncer import Syncer
 
@@ -18,14 +19,16 @@ from proxyfleet.provisioner_static.syncer import Syncer
 def make_provider(
     entry: StaticProviderConfig, ctx: Context[StaticProvisionerSettings]
 ) -> StaticProvider:
-    return StaticProvider(entry)
+    return StaticProvider(with_secrets(entry))
 
 
 def syncer(
     _: StaticProvider, registry: ProxyRegistry, ctx: Context[StaticProvisionerSettings]
 ) -> dict[str, Run]:
-    entry = ctx.providers.of_type(
-        ctx.settings.provider, StaticProviderConfig, ctx.common.providers_config
+    entry = with_secrets(
+        ctx.providers.of_type(
+            ctx.settings.provider, StaticProviderConfig, ctx.common.providers_config
+        )
     )
     namespace = ctx.common.namespace
     sync = Syncer(

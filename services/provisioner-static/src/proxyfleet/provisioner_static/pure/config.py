@@ -53,7 +53,10 @@ class VendorConfig(msgspec.Struct, forbid_unknown_fields=True, kw_only=True):
     """scheme://host:port of the gateway (no credentials here)."""
     username: str
     """Template with `{session}` and any `{key}` of params: `customer-acme-session-{session}`."""
-    password: str
+    password: str = ""
+    password_file: str = ""
+    """A file holding the password instead (a mounted Secret: the providers file is read
+    by every service, this file only by the static provisioner). One of the two."""
     sessions: Annotated[int, msgspec.Meta(ge=0, le=100_000)] = 10
     """Proxies kept, one session each (0: only those pools and the API create)."""
     params: dict[str, str] = {}
@@ -129,6 +132,8 @@ def _check_vendor(entry: StaticProviderConfig, vendor: VendorConfig, at: str) ->
         check_template(vendor.username, vendor.params)
     except ValueError as exc:
         raise ConfigError(f"{at}.username: {exc}") from None
+    if bool(vendor.password) == bool(vendor.password_file):
+        raise ConfigError(f"{at}: expected exactly one of password or password_file")
     _check_zone(entry, vendor.zone, f"{at}.zone")
 
 
