@@ -265,6 +265,9 @@ def test_a_pasted_list_edited_while_leases_run(
             # once the gateway stand-in saw it).
             expected = exits(up)
             assert [t for t in gw_load.tunnels if t.seen_ip != expected[t.proxy_id]] == []
+            assert [pid for pid in added if after[pid]["egress_ip"] != expected[pid]] == []
+            in_rotation = [p["egress_ip"] for p in after.values() if p["phase"] == "ready"]
+            assert len(in_rotation) == len(set(in_rotation)) == 50 - len(REMOVED) + len(added)
             check_no_credential_leaked(up, gw_load, stack, events)
 
             figures["API grants"] = sum(g.status == 201 for g in api_load.grants)
