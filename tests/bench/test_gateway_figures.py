@@ -8,6 +8,7 @@ from proxyfleet.bench.doc import render
 from proxyfleet.bench.gateway_figures import PathTotals, SetupRuns, setup_figures
 from proxyfleet.bench.proxy_chain import Missing
 from proxyfleet.bench.report import markdown_table, text_table
+from proxyfleet.bench.suite import Outcome, not_measured
 
 
 def totals(tunnels: int, seconds: float, cpu_us_per_tunnel: dict[str, float]) -> PathTotals:
@@ -85,3 +86,7 @@ def test_without_proxy_chain_its_row_is_missing_with_the_reason_and_nothing_is_j
     )
     doc = render(figs, {}, plot_file=None, failures=[], command="proxyfleet-bench run")
     assert f"not measured: {reason}" in doc
+    assert not_measured(Outcome(figures=figs, failures=["pools: RuntimeError: boom"])) == [
+        "not measured: pools: RuntimeError: boom",
+        f"not measured: proxy-chain tunnel set-up rate (random upstream per CONNECT): {reason}",
+    ]
