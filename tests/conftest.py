@@ -49,6 +49,7 @@ SLOW_MODULES = {
     "tests/api/test_api_footprint.py",
     "tests/gateway/test_gateway_settings.py",
     "tests/bench/test_health_fleet.py",
+    "tests/bench/test_proxy_chain.py",
     "tests/client/test_client_generated.py",
     "tests/common/test_host_cli.py",
     "tests/common/test_host_http.py",

@@ -23,3 +23,5 @@ class Figure:
     notes: str = ""
     extra: dict[str, float] = field(default_factory=dict)
     """Further numbers worth keeping (percentiles, counts) for the doc."""
+    missing: str = ""
+    """Why this row was not measured in this run (the table shows `missing`; value unused)."""

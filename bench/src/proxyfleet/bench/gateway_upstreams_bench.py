@@ -24,15 +24,9 @@ import redis.asyncio as aioredis
 from proxyfleet.bench import cpu_ledger
 from proxyfleet.bench.env import BenchEnv
 from proxyfleet.bench.figures import Figure
-from proxyfleet.bench.gateway_bench import (
-    TOKEN,
-    Endpoint,
-    _start_gateway,
-    _start_target,
-    _stop_gateways,
-    connect_rate,
-)
+from proxyfleet.bench.gateway_bench import TOKEN, _start_gateway, _start_target, _stop_gateways
 from proxyfleet.bench.health_fleet import SquidPool, fleet_proxies, seed, start_squids
+from proxyfleet.bench.tunnel_load import Endpoint, connect_rate
 from proxyfleet.common.core.clock import SystemClock
 from proxyfleet.common.store import ProxyRegistry, connect_redis
 from proxyfleet.common.wire.models import Proxy, Scheme

@@ -23,7 +23,7 @@ def row(f: Figure) -> tuple[str, ...]:
     met = "-" if f.met is None else ("yes" if f.met else "NO")
     return (
         f.what,
-        number(f.value, f.unit),
+        "missing" if f.missing else number(f.value, f.unit),
         f.target or "-",
         "-" if f.baseline is None else number(f.baseline, f.unit),
         "-" if f.ratio is None else f"{f.ratio:.2f}",

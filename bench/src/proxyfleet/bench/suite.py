@@ -118,6 +118,13 @@ def write_doc(outcome: Outcome, docs_dir: Path, command: str) -> Path:
     return path
 
 
+def not_measured(outcome: Outcome) -> list[str]:
+    """What the run could not measure: failed modules, then rows marked missing."""
+    return [f"not measured: {line}" for line in outcome.failures] + [
+        f"not measured: {f.what}: {f.missing}" for f in outcome.figures if f.missing
+    ]
+
+
 def main_run(
     only: Sequence[str], *, quick: bool, docs_dir: Path | None, keep: bool, echo: Echo = print
 ) -> Outcome:
@@ -131,8 +138,8 @@ def main_run(
             shutil.rmtree(base, ignore_errors=True)
     echo("")
     echo(text_table(outcome.figures))
-    for line in outcome.failures:
-        echo(f"not measured: {line}")
+    for line in not_measured(outcome):
+        echo(line)
     if docs_dir is not None:
         command = "proxyfleet-bench run" + (" --quick" if quick else "")
         echo(f"wrote {write_doc(outcome, docs_dir, command)}")
