@@ -41,7 +41,7 @@ def ipv4(address: str = "127.0.0.1") -> bytes:
     return bytes([socks5.ATYP_IPV4, *(int(part) for part in address.split("."))])
 
 
-def request(address: bytes, port: int, command: int = socks5.CMD_CONNECT) -> bytes:
+def socks_request(address: bytes, port: int, command: int = socks5.CMD_CONNECT) -> bytes:
     return bytes([socks5.VERSION, command, 0]) + address + struct.pack("!H", port)
 
 

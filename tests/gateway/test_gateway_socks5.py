@@ -14,10 +14,11 @@ import pytest
 import requests
 from tests.api.helpers import CLIENT, CLIENT_NAME
 from tests.conftest import TargetServer
-from tests.gateway.conftest import RunningGateway, StartGateway, eventually
-from tests.gateway.socks_clients import domain, handshake, ipv4, request, socks_curl
-from tests.gateway.test_gateway_upstreams import Upstream, leased
+from tests.gateway.conftest import RunningGateway, StartGateway, curl, eventually
+from tests.gateway.socks_clients import domain, handshake, ipv4, socks_curl, socks_request
+from tests.gateway.test_gateway_upstreams import Upstream, assert_hidden, leased
 from tests.upstreams.socks5 import Socks5Upstream
+from tests.upstreams.tls_proxy import TlsUpstream
 
 from proxyfleet.common.domain.socks5 import Reply
 from proxyfleet.common.store import LeaseStore, ProxyRegistry
@@ -49,7 +50,7 @@ async def test_curl_fetches_through_the_socks5_listener_on_a_lease(
     assert got.code == 0, got.stderr
     assert json.loads(got.body)["ip"] == "127.0.0.1"
     # its lease was the token's, granted for the name, and released once curl closed
-    tunnel = await handshake(_socks_port(gw), request(domain("localhost"), target.port))
+    tunnel = await handshake(_socks_port(gw), socks_request(domain("localhost"), target.port))
     assert tunnel.code == Reply.SUCCEEDED
     [hold] = gw.tunnels.holds()
     assert (hold.owner, hold.target, hold.proxy.id in fleet) == (CLIENT_NAME, "localhost", True)
@@ -82,7 +83,7 @@ async def test_httpx_and_requests_with_their_socks_extras(
 
 async def _proxy_of(gw: RunningGateway, username: str, target: TargetServer) -> str:
     """The proxy a SOCKS5 connection with this username rides on (read while it is open)."""
-    tunnel = await handshake(_socks_port(gw), request(ipv4(), target.port), username=username)
+    tunnel = await handshake(_socks_port(gw), socks_request(ipv4(), target.port), username=username)
     assert tunnel.code == Reply.SUCCEEDED
     [hold] = gw.tunnels.holds()
     tunnel.close()
@@ -99,34 +100,62 @@ async def test_a_socks5_session_sticks_across_connections_and_replicas(
     assert len(set(seen)) == 1
     # rotation beside it never gets the session's proxy
     assert await _proxy_of(one, "c", target) not in seen
-    # and curl with that session's username rides the same
+    # and curl with that session's username rides the same, through either listener
     got = await socks_curl(_socks_port(two), target.url, "c-session-sx", ca_file=target.ca_file)
     assert got.code == 0, got.stderr
+    http = await curl(one.url("c-session-sx"), target.url, ca_file=target.ca_file)
+    assert http.code == 0, http.stderr
+    assert http.header("X-Proxyfleet-Proxy-Id") == seen[:1]
 
 
-async def test_a_name_reaches_a_socks5_upstream_unresolved(
+@pytest.mark.parametrize("scheme", [Scheme.SOCKS5, Scheme.SOCKS5H, Scheme.HTTPS])
+async def test_a_name_reaches_each_kind_of_upstream_unresolved(
     start_gateway: StartGateway,
     registry: ProxyRegistry,
     target: TargetServer,
-    socks5_upstream: Socks5Upstream,
+    request: pytest.FixtureRequest,
     monkeypatch: pytest.MonkeyPatch,
+    scheme: Scheme,
 ) -> None:
-    """A `socks5` upstream gets a name as a name from a SOCKS5 client: the gateway's
-    resolver (which the HTTP side uses for `socks5`) is never asked."""
+    """Through each kind of leased proxy, in its own protocol, a SOCKS5 client's name goes
+    as a name, `socks5` upstreams included: the gateway's resolver (which the HTTP side
+    uses for `socks5`) is never asked."""
 
     async def no_lookup(host: str, port: int) -> str:
         raise AssertionError(f"the gateway resolved {host}")
 
     monkeypatch.setattr(upstream_module, "resolve", no_lookup)
-    up = Upstream(Scheme.SOCKS5, socks5_upstream.port, socks5_upstream.username,
-                  socks5_upstream.password, socks5_upstream.exit_address)  # fmt: skip
+    if scheme == Scheme.HTTPS:
+        tls: TlsUpstream = request.getfixturevalue("tls_upstream")
+        up = Upstream(scheme, tls.port, tls.username, tls.password, tls.exit_address,
+                      tls.ca_file)  # fmt: skip
+    else:
+        socks: Socks5Upstream = request.getfixturevalue("socks5_upstream")
+        up = Upstream(scheme, socks.port, socks.username, socks.password,
+                      socks.exit_address)  # fmt: skip
     await leased(registry, up)
-    gw = await _socks_gateway(start_gateway)
+    gw = await _socks_gateway(start_gateway, upstream_ca_bundle=up.ca_file)
     got = await socks_curl(
         _socks_port(gw), f"https://localhost:{target.port}/probe", ca_file=target.ca_file
     )
     assert got.code == 0, got.stderr
-    assert json.loads(got.body)["ip"] == socks5_upstream.exit_address
+    assert json.loads(got.body)["ip"] == up.exit_address
+    assert_hidden(up.secrets(), got.head, got.body, got.stderr)
+
+
+async def test_a_lease_that_ends_closes_its_socks5_tunnel(
+    start_gateway: StartGateway,
+    fleet: dict[str, int],
+    target: TargetServer,
+    lease_store: LeaseStore,
+) -> None:
+    gw = await _socks_gateway(start_gateway)
+    tunnel = await handshake(_socks_port(gw), socks_request(ipv4(), target.port))
+    assert tunnel.code == Reply.SUCCEEDED
+    [hold] = gw.tunnels.holds()
+    await lease_store.release(hold.lease_id, hold.epoch, hold.owner, hold.owner)
+    assert await tunnel.closed()  # the lease.released event reached the gateway
+    await eventually(lambda: len(gw.tunnels) == 0)
 
 
 async def test_a_stopping_gateway_drains_its_socks5_tunnels(
@@ -134,7 +163,7 @@ async def test_a_stopping_gateway_drains_its_socks5_tunnels(
 ) -> None:
     gw = await _socks_gateway(start_gateway, drain_seconds=30.0)
     port = _socks_port(gw)
-    tunnel = await handshake(port, request(ipv4(), target.port))
+    tunnel = await handshake(port, socks_request(ipv4(), target.port))
     assert tunnel.code == Reply.SUCCEEDED
     gw.stop.set()
     for _ in range(100):  # no new connection is taken (refused, or reset while queued)

@@ -16,7 +16,15 @@ from prometheus_client import REGISTRY
 from tests.api.helpers import CLIENT
 from tests.conftest import TargetServer
 from tests.gateway.conftest import StartGateway
-from tests.gateway.socks_clients import GREETING, auth, domain, handshake, ipv4, request, socks_curl
+from tests.gateway.socks_clients import (
+    GREETING,
+    auth,
+    domain,
+    handshake,
+    ipv4,
+    socks_curl,
+    socks_request,
+)
 
 from proxyfleet.common.observability.logging import configure_logging
 from proxyfleet.devstack.servers import free_port
@@ -49,9 +57,9 @@ SPECIAL = [
     GREETING + b"\x01\x02\xff\xfe" + bytes([len(CLIENT)]) + CLIENT.encode(),  # not UTF-8
     GREETING + auth() + b"\x06\x01\x00\x01\x7f\x00\x00\x01\x01\xbb",  # version 6
     GREETING + auth() + b"\x05\x01\x00\x99" + bytes(20),  # address type 0x99
-    GREETING + auth() + request(domain("a" * 255), 443),
-    GREETING + auth() + request(b"\x03\x00", 443),  # an empty name
-    GREETING + auth() + request(ipv4(), 0),  # port 0
+    GREETING + auth() + socks_request(domain("a" * 255), 443),
+    GREETING + auth() + socks_request(b"\x03\x00", 443),  # an empty name
+    GREETING + auth() + socks_request(ipv4(), 0),  # port 0
     GREETING + auth() + b"\x05\x01\x00\x01\x7f",  # truncated
 ]
 
@@ -98,7 +106,7 @@ async def test_bad_handshakes_are_refused_or_closed_and_the_gateway_stays_up(
     gw = await start_gateway(socks_port=free_port(), cooldown=0.0, header_timeout=HANDSHAKE_TIMEOUT)
     port = gw.assembly.gateway.socks_port
     # A tunnel open all along: it still carries a request after the fuzz.
-    open_tunnel = await handshake(port, request(ipv4(), target.port))
+    open_tunnel = await handshake(port, socks_request(ipv4(), target.port))
     assert open_tunnel.code == 0
 
     cases: list[bytes] = []

@@ -11,7 +11,7 @@ from prometheus_client import REGISTRY
 from tests.api.helpers import OTHER_CLIENT
 from tests.conftest import TargetServer
 from tests.gateway.conftest import RunningGateway, StartGateway, ready_proxy
-from tests.gateway.socks_clients import GREETING, SocksReply, domain, handshake, ipv4, request
+from tests.gateway.socks_clients import GREETING, SocksReply, domain, handshake, ipv4, socks_request
 from tests.gateway.test_gateway_upstreams import Upstream, leased
 from tests.upstreams.socks5 import Socks5Upstream
 
@@ -50,7 +50,7 @@ async def test_credentials_refused_with_rfc_1929_status_1(
     assert typo.status == b"\x01\x01"
     assert await typo.closed()
     # another client's token is fine: its own credentials
-    other = await handshake(port, request(ipv4(), target.port), token=OTHER_CLIENT)
+    other = await handshake(port, socks_request(ipv4(), target.port), token=OTHER_CLIENT)
     assert other.code == Reply.SUCCEEDED
     other.close()
 
@@ -69,7 +69,7 @@ async def test_only_connect_is_taken(
     start_gateway: StartGateway, fleet: dict[str, int], target: TargetServer, command: int
 ) -> None:
     _, port = await _gateway(start_gateway)
-    got = await handshake(port, request(ipv4(), target.port, command))
+    got = await handshake(port, socks_request(ipv4(), target.port, command))
     await _refused(got, Reply.COMMAND_NOT_SUPPORTED)
 
 
@@ -79,9 +79,9 @@ async def test_an_unknown_address_type_and_a_name_that_is_no_host(
     _, port = await _gateway(start_gateway)
     odd = await handshake(port, b"\x05\x01\x00\x99\x04abcd\x01\xbb")
     await _refused(odd, Reply.ADDRESS_TYPE_NOT_SUPPORTED)
-    long_name = await handshake(port, request(domain("a" * 255), 443))
+    long_name = await handshake(port, socks_request(domain("a" * 255), 443))
     await _refused(long_name, Reply.HOST_UNREACHABLE)
-    spaced = await handshake(port, request(domain("a b\r\nX: y"), 443))
+    spaced = await handshake(port, socks_request(domain("a b\r\nX: y"), 443))
     await _refused(spaced, Reply.HOST_UNREACHABLE)
 
 
@@ -90,7 +90,7 @@ async def test_no_proxy_available_is_a_general_failure(
 ) -> None:
     _, port = await _gateway(start_gateway)
     before = _count("unavailable", "general_failure")
-    got = await handshake(port, request(ipv4(), target.port))
+    got = await handshake(port, socks_request(ipv4(), target.port))
     await _refused(got, Reply.GENERAL_FAILURE)
     assert _count("unavailable", "general_failure") == before + 1
 
@@ -99,7 +99,7 @@ async def test_an_unknown_pool_is_not_allowed(
     start_gateway: StartGateway, fleet: dict[str, int], target: TargetServer
 ) -> None:
     _, port = await _gateway(start_gateway)
-    got = await handshake(port, request(ipv4(), target.port), username="c-pool-nosuchpool")
+    got = await handshake(port, socks_request(ipv4(), target.port), username="c-pool-nosuchpool")
     await _refused(got, Reply.NOT_ALLOWED)
 
 
@@ -108,7 +108,7 @@ async def test_a_target_the_upstream_forbids_is_not_allowed(
 ) -> None:
     """The Squids take CONNECT to the target's port only: 403, on both proxies tried."""
     _, port = await _gateway(start_gateway)
-    got = await handshake(port, request(ipv4(), free_port()))
+    got = await handshake(port, socks_request(ipv4(), free_port()))
     await _refused(got, Reply.NOT_ALLOWED)
 
 
@@ -119,7 +119,7 @@ async def test_a_target_that_refuses_is_connection_refused(
                   socks5_upstream.password, socks5_upstream.exit_address)  # fmt: skip
     await leased(registry, up)
     _, port = await _gateway(start_gateway)
-    got = await handshake(port, request(ipv4(), free_port()))  # nothing listens there
+    got = await handshake(port, socks_request(ipv4(), free_port()))  # nothing listens there
     await _refused(got, Reply.CONNECTION_REFUSED)
 
 
@@ -130,7 +130,7 @@ async def test_an_upstream_that_cannot_be_reached_is_network_unreachable(
         await ready_proxy(registry, free_port())
     _, port = await _gateway(start_gateway)
     before = _count("upstream_failed", "network_unreachable")
-    got = await handshake(port, request(ipv4(), target.port))
+    got = await handshake(port, socks_request(ipv4(), target.port))
     await _refused(got, Reply.NETWORK_UNREACHABLE)
     assert _count("upstream_failed", "network_unreachable") == before + 1
 
@@ -155,7 +155,7 @@ async def test_an_upstream_that_does_not_answer_is_ttl_expired(
 ) -> None:
     await ready_proxy(registry, silent_proxy)
     _, port = await _gateway(start_gateway, connect_timeout=0.3)
-    got = await handshake(port, request(ipv4(), target.port))
+    got = await handshake(port, socks_request(ipv4(), target.port))
     await _refused(got, Reply.TTL_EXPIRED)
 
 
@@ -163,10 +163,10 @@ async def test_at_the_connection_limit_a_general_failure(
     start_gateway: StartGateway, fleet: dict[str, int], target: TargetServer
 ) -> None:
     _, port = await _gateway(start_gateway, max_connections=1)
-    first = await handshake(port, request(ipv4(), target.port))
+    first = await handshake(port, socks_request(ipv4(), target.port))
     assert first.code == Reply.SUCCEEDED
     before = _count("busy", "general_failure")
-    second = await handshake(port, request(ipv4(), target.port))
+    second = await handshake(port, socks_request(ipv4(), target.port))
     await _refused(second, Reply.GENERAL_FAILURE)
     assert _count("busy", "general_failure") == before + 1
     first.close()
