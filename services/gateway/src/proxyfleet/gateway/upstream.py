@@ -41,13 +41,15 @@ class Unresolved(UpstreamFailed):
 
 CONNECT_STATUS_REPLIES = {
     403: Reply.NOT_ALLOWED,
+    500: Reply.HOST_UNREACHABLE,
     502: Reply.HOST_UNREACHABLE,
     503: Reply.CONNECTION_REFUSED,
     504: Reply.TTL_EXPIRED,
 }
 """What an HTTP upstream's answer to CONNECT says of the target, as a SOCKS5 reply (Squid
-answers 503 when the target refuses or cannot be reached, 502 for a name that does not
-resolve, 504 when it timed out); any other status is the proxy's own failure."""
+answers 403 for a port its rules forbid, 503 when the target refuses the connection, 500
+for a name it cannot resolve; 502 and 504 are what other proxies answer for an
+unreachable target and a time-out); any other status is the proxy's own failure."""
 
 
 TLS_CLOSE_WITHIN = 10.0
