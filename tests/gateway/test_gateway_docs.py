@@ -12,7 +12,7 @@ from proxyfleet.gateway.username import UsernameError, parse_username
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = [ROOT / "docs" / "gateway.md", ROOT / "README.md"]
-_IN_URL = re.compile(r"http://([A-Za-z0-9_.{}=/-]+):[^@\s\"]+@")
+_IN_URL = re.compile(r"(?:http|socks5h?)://([A-Za-z0-9_.{}=/-]+):[^@\s\"]+@")
 _PLAYWRIGHT = re.compile(r'"username": "([^"]+)"')
 _LISTED = re.compile(r"^Examples: (.+?)\.\n", re.MULTILINE | re.DOTALL)
 

@@ -34,6 +34,8 @@ def test_defaults_with_a_token() -> None:
         ({"cooldown": -1.0}, "--cooldown"),
         ({"session_minutes": 0}, "--session-minutes"),
         ({"port": 70000}, "--port"),
+        ({"socks_port": -1}, "--socks-port"),
+        ({"socks_port": 65536}, "--socks-port"),
         ({"max_header_bytes": 10}, "--max-header-bytes"),
     ],
 )

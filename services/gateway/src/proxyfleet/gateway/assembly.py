@@ -11,6 +11,7 @@ from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.store import LeaseStore, PoolStore, ProxyRegistry, ScriptMux
 from proxyfleet.common.store.egress_holds import Exclusivity
 from proxyfleet.common.store.sessions import SessionStore
+from proxyfleet.gateway.admission import Admission
 from proxyfleet.gateway.auth import TokenBook
 from proxyfleet.gateway.events import LeaseFollower
 from proxyfleet.gateway.leasing import Leaser
@@ -49,7 +50,8 @@ def assemble(ctx: host.Context[GatewaySettings]) -> Assembly:
     tunnels = Tunnels()
     cap = connection_cap(s.max_connections, ctx.open_files)
     log.info("gateway.connection_limit", connections=cap, open_files=ctx.open_files)
-    gateway = Gateway(s, leaser, TokenBook(s.client_tokens), ctx.providers, tunnels, cap)
+    admission = Admission(leaser, TokenBook(s.client_tokens), ctx.providers, tunnels)
+    gateway = Gateway(s, leaser, admission, tunnels, cap)
     upkeep = Upkeep(leaser, store, tunnels, s)
     # The lease scripts put their events in the outbox; this replica publishes them too,
     # so they reach NATS whether or not an API runs.

@@ -28,6 +28,13 @@ UPSTREAM_CONNECT_SECONDS = Histogram(
     ["result"],
     buckets=LATENCY_BUCKETS,
 )
+SOCKS5 = Counter(
+    "proxyfleet_gateway_socks5_total",
+    "SOCKS5 client connections (also counted in proxyfleet_gateway_tunnels_total) by outcome "
+    "and by what they were answered: succeeded, auth_failed, no_method, a reply code's name "
+    "(docs/gateway.md), or none (closed without an answer: not SOCKS5, or gone).",
+    ["outcome", "reply"],
+)
 SESSIONS_ACTIVE = Gauge(
     "proxyfleet_gateway_sessions_active", "Sticky sessions with a connection open on this replica."
 )

@@ -1,10 +1,12 @@
 """The answers the gateway writes itself before closing a connection: a status, a
-message, the outcome it is counted under and headers (RFC 9209 Proxy-Status among them)."""
+message, the outcome it is counted under and headers (RFC 9209 Proxy-Status among them);
+to a SOCKS5 client, the reply code that stands for them (`socks_server`)."""
 
 from __future__ import annotations
 
 import math
 
+from proxyfleet.common.domain.socks5 import Reply
 from proxyfleet.gateway import wire
 
 AUTHENTICATE = ("Proxy-Authenticate", 'Basic realm="proxyfleet"')
@@ -13,11 +15,21 @@ AUTHENTICATE = ("Proxy-Authenticate", 'Basic realm="proxyfleet"')
 class Refused(Exception):
     """An answer of the gateway's own, then the connection closes."""
 
-    def __init__(self, status: int, message: str, outcome: str, *headers: tuple[str, str]):
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        outcome: str,
+        *headers: tuple[str, str],
+        reply: Reply | None = None,
+    ):
         super().__init__(message)
         self.status = status
         self.outcome = outcome
         self.headers = list(headers)
+        self.reply = reply
+        """The SOCKS5 reply code when it says more than the outcome (what the upstream
+        answered); None: the one of the outcome."""
 
 
 def bad_username(message: str, param: str) -> Refused:
@@ -35,6 +47,11 @@ def unavailable(
     return Refused(503, message, outcome, ("Retry-After", retry), proxy_status)
 
 
+def busy(max_connections: int) -> Refused:
+    message = f"the gateway is at its limit of {max_connections} connections"
+    return unavailable(message, 1, "proxy_internal_response", outcome="busy")
+
+
 def bad_response(why: str) -> Refused:
     """A response the gateway cannot relay (its body cannot be delimited)."""
     return Refused(
@@ -43,7 +60,8 @@ def bad_response(why: str) -> Refused:
     )  # fmt: skip
 
 
-def upstream_failed(message: str, why: str) -> Refused:
+def upstream_failed(message: str, why: str, reply: Reply | None = None) -> Refused:
     return Refused(
-        502, message, "upstream_failed", wire.proxy_status("destination_unavailable", why)
-    )
+        502, message, "upstream_failed", wire.proxy_status("destination_unavailable", why),
+        reply=reply,
+    )  # fmt: skip

@@ -8,6 +8,7 @@ report outcomes through the API."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from proxyfleet.common.core.errors import Conflict, Unavailable
@@ -87,7 +88,9 @@ class Relaying:
         self.stopping = False
         """The gateway stops: plain responses say `Connection: close`."""
 
-    async def _upstream(self, caller: Caller, req: wire.RequestHead) -> tuple[Hold, Side]:
+    async def _upstream(
+        self, caller: Caller, req: wire.RequestHead, *, resolve_here: bool = True
+    ) -> tuple[Hold, Side]:
         """A connection to the caller's proxy for `req` (a tunnel to its authority, or
         one for plain requests); on failure, report it and retry once on another proxy."""
         assert caller.hold is not None
@@ -95,14 +98,17 @@ class Relaying:
         for attempt in (1, 2):
             try:
                 if req.is_connect:
-                    upstream = await self._dialer.tunnel(hold.proxy, req.host, req.port)
+                    upstream = await self._dialer.tunnel(
+                        hold.proxy, req.host, req.port, resolve_here=resolve_here
+                    )
                 else:
                     upstream = await self._dialer.plain(hold.proxy, req.host, req.port)
                 return hold, upstream
             except Unresolved as exc:  # another proxy would not fare better
                 raise Refused(
-                    502, str(exc), "upstream_failed", wire.proxy_status("dns_error", str(exc))
-                ) from None
+                    502, str(exc), "upstream_failed", wire.proxy_status("dns_error", str(exc)),
+                    reply=exc.reply,
+                ) from None  # fmt: skip
             except UpstreamFailed as exc:
                 log.info(
                     "gateway.upstream_failed",
@@ -113,22 +119,33 @@ class Relaying:
                 )
                 if attempt == 2:
                     await self._leaser.report(hold, LeaseOutcome.FAILED, str(exc))
-                    raise upstream_failed("the upstream proxy failed twice", str(exc)) from None
+                    message = "the upstream proxy failed twice"
+                    raise upstream_failed(message, str(exc), exc.reply) from None
                 self._tunnels.forget(hold.lease_id)
                 try:
                     hold = await self._leaser.replace(hold, caller.selector, str(exc))
                 except (Unavailable, Conflict):
                     caller.hold = None  # replace() ended the old lease
                     raise upstream_failed(
-                        "the upstream proxy failed; no other proxy available", str(exc)
+                        "the upstream proxy failed; no other proxy available", str(exc), exc.reply
                     ) from None
                 caller.hold = hold
                 self._tunnels.expect(hold)
         raise AssertionError("unreachable")
 
-    async def tunnel(self, req: wire.RequestHead, caller: Caller, client: Side) -> None:
-        hold, upstream = await self._upstream(caller, req)
-        client.write(wire.response(200, ids(hold)))
+    async def tunnel(
+        self,
+        req: wire.RequestHead,
+        caller: Caller,
+        client: Side,
+        opened: Callable[[Hold], bytes] | None = None,
+        *,
+        resolve_here: bool = True,
+    ) -> None:
+        """A CONNECT tunnel for `req`, answered `opened(hold)` once the upstream is open
+        (by default the HTTP 200 with the lease's ids); `resolve_here`: as Dialer.tunnel's."""
+        hold, upstream = await self._upstream(caller, req, resolve_here=resolve_here)
+        client.write(opened(hold) if opened is not None else wire.response(200, ids(hold)))
         await self._relay(Relay(hold, client, upstream), until_upstream_eof=False)
 
     async def forward(self, req: wire.RequestHead, caller: Caller, conn: Plain) -> bool:

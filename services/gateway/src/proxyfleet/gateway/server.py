@@ -1,7 +1,9 @@
 """The proxy endpoint: one asyncio server; each connection's head read (bounded, timed),
-its token and username checked, its lease acquired, then relayed (`relaying`): a tunnel,
-or plain-HTTP requests one after another (keep-alive), each on the lease of the one
-before while it is for the same host; a stop drains what is open.
+its token and username checked, its lease acquired (`admission`), then relayed
+(`relaying`): a tunnel, or plain-HTTP requests one after another (keep-alive), each on the
+lease of the one before while it is for the same host; a stop drains what is open. With
+--socks-port, a second server takes SOCKS5 clients (`socks_server`) into the same
+connections, leases and drain.
 
 Every answer the gateway writes itself is built by `wire`; a client error is a 4xx and
 ends that connection only."""
@@ -9,21 +11,21 @@ ends that connection only."""
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable, Coroutine
 from dataclasses import replace
+from typing import Any
 
-from proxyfleet.common.core.errors import Conflict, StoreUnavailable, Unavailable
 from proxyfleet.common.observability.logging import get_logger
-from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.gateway import framing, wire
-from proxyfleet.gateway.auth import TokenBook
+from proxyfleet.gateway.admission import Admission
 from proxyfleet.gateway.leasing import Leaser
 from proxyfleet.gateway.metrics import BYTES_UP, TUNNELS
-from proxyfleet.gateway.refusals import AUTHENTICATE, Refused, bad_username, unavailable
+from proxyfleet.gateway.refusals import AUTHENTICATE, Refused, busy
 from proxyfleet.gateway.relaying import Caller, Plain, Relaying
 from proxyfleet.gateway.settings import GatewaySettings
+from proxyfleet.gateway.socks_server import Socks5Endpoint
 from proxyfleet.gateway.splice import HeadTooLarge, Side
-from proxyfleet.gateway.tunnels import Hold, Tunnels
-from proxyfleet.gateway.username import Selector, UsernameError, parse_username
+from proxyfleet.gateway.tunnels import Tunnels
 
 log = get_logger(__name__)
 
@@ -33,19 +35,19 @@ class Gateway:
         self,
         settings: GatewaySettings,
         leaser: Leaser,
-        tokens: TokenBook,
-        providers: ProvidersConfig,
+        admission: Admission,
         tunnels: Tunnels,
         max_connections: int,
     ) -> None:
         self._s = settings
         self._max_connections = max_connections
-        self._leaser = leaser
-        self._tokens = tokens
+        self._admission = admission
         self._tunnels = tunnels
         self._relaying = Relaying(settings, leaser, tunnels)
-        self._zones = {p.name: set(p.zones) for p in providers.providers}
+        self._socks = Socks5Endpoint(settings, admission, self._relaying, self._check_capacity)
         self.port = 0
+        self.socks_port = 0
+        """The SOCKS5 listener's port once listening (0: none)."""
         self.listening = asyncio.Event()
         self.finished = asyncio.Event()
         """Set once the endpoint has stopped and every connection ended (or failed to
@@ -62,21 +64,19 @@ class Gateway:
             self.finished.set()
 
     async def _serve_until(self, stop: asyncio.Event) -> None:
-        loop = asyncio.get_running_loop()
-        server = await loop.create_server(
-            lambda: Side(BYTES_UP, self._accepted, self._s.max_header_bytes),
-            self._s.host,
-            self._s.port,
-            backlog=4096,
-            reuse_port=self._s.reuse_port or None,
-        )
-        self.port = server.sockets[0].getsockname()[1]
+        servers = [await self._listen(self._s.port, self._serve)]
+        self.port = servers[0].sockets[0].getsockname()[1]
         log.info("gateway.listening", host=self._s.host, port=self.port)
-        self.listening.set()
         try:
+            if self._s.socks_port:
+                servers.append(await self._listen(self._s.socks_port, self._socks.serve))
+                self.socks_port = servers[1].sockets[0].getsockname()[1]
+                log.info("gateway.socks5_listening", host=self._s.host, port=self.socks_port)
+            self.listening.set()
             await stop.wait()
         finally:
-            server.close()
+            for server in servers:
+                server.close()
             self._relaying.stopping = True  # answers say Connection: close from now on
             for client in list(self._idle):  # a kept connection between requests ends now
                 client.close_after_write(within=1.0)
@@ -87,6 +87,31 @@ class Gateway:
             if self._handlers:  # each releases its lease as it ends
                 await asyncio.wait(self._handlers.values(), timeout=5)
 
+    async def _listen(
+        self, port: int, serve: Callable[[Side], Coroutine[Any, Any, None]]
+    ) -> asyncio.Server:
+        """A listener whose connections `serve` handles, counted among the connections a
+        stop drains."""
+
+        def accepted(client: Side) -> None:
+            task = asyncio.get_running_loop().create_task(serve(client))
+            self._handlers[client] = task
+            task.add_done_callback(lambda _: self._handlers.pop(client, None))
+
+        return await asyncio.get_running_loop().create_server(
+            lambda: Side(BYTES_UP, accepted, self._s.max_header_bytes),
+            self._s.host,
+            port,
+            backlog=4096,
+            reuse_port=self._s.reuse_port or None,
+        )
+
+    def _check_capacity(self) -> None:
+        """Refused (busy) when more connections are open than served at once (the one
+        asking counted)."""
+        if len(self._handlers) > self._max_connections:
+            raise busy(self._max_connections)
+
     async def _drain(self) -> None:
         """Let open connections finish, within drain_seconds (no new ones come)."""
         if not self._handlers or self._s.drain_seconds <= 0:
@@ -96,11 +121,6 @@ class Gateway:
         await asyncio.wait(self._handlers.values(), timeout=self._s.drain_seconds)
         if self._handlers:
             log.info("gateway.drain_ended", closing=len(self._handlers))
-
-    def _accepted(self, client: Side) -> None:
-        task = asyncio.get_running_loop().create_task(self._serve(client))
-        self._handlers[client] = task
-        task.add_done_callback(lambda _: self._handlers.pop(client, None))
 
     async def _serve(self, client: Side) -> None:
         refused: Refused | None = None
@@ -123,21 +143,18 @@ class Gateway:
 
     async def _handle(self, client: Side) -> None:
         req = await self._request(client)
-        if len(self._handlers) > self._max_connections:  # this one counted
-            message = f"the gateway is at its limit of {self._max_connections} connections"
-            raise unavailable(message, 1, "proxy_internal_response", outcome="busy")
+        self._check_capacity()
         caller = self._caller(req)
         if not req.is_connect:
             connect = await self._plain(req, caller, client)
             if connect is None:
                 return
             req, caller = connect  # after plain requests, the connection becomes a tunnel
-        caller.hold = await self._acquire(caller, req.host)
-        self._tunnels.expect(caller.hold)
+        await self._admission.lease(caller, req.host)
         try:
             await self._relaying.tunnel(req, caller, client)
         finally:
-            await self._end(caller)
+            await self._admission.end(caller)
 
     async def _plain(
         self, req: wire.RequestHead, caller: Caller, client: Side
@@ -162,7 +179,7 @@ class Gateway:
         finally:
             self._relaying.detach(conn)
             if current is not None:
-                await self._end(current)
+                await self._admission.end(current)
         return None
 
     async def _lease_for(
@@ -184,9 +201,8 @@ class Gateway:
                 return current
         if current is not None:
             self._relaying.detach(conn)
-            await self._end(current)
-        caller.hold = await self._acquire(caller, host)
-        self._tunnels.expect(caller.hold)
+            await self._admission.end(current)
+        await self._admission.lease(caller, host)
         return caller
 
     async def _next_request(self, client: Side) -> wire.RequestHead | None:
@@ -218,20 +234,6 @@ class Gateway:
             ) from None
         return req
 
-    async def _end(self, caller: Caller) -> None:
-        """The connection no longer rides on the caller's lease: release it (a session's
-        lives on)."""
-        if caller.hold is not None:
-            self._tunnels.forget(caller.hold.lease_id)
-            await self._finish(caller.hold)
-            caller.hold = None
-
-    async def _finish(self, hold: Hold) -> None:
-        try:
-            await self._leaser.finish(hold)
-        except StoreUnavailable as exc:  # the lease expires at its TTL instead
-            log.warning("gateway.release_failed", lease_id=hold.lease_id, error=str(exc))
-
     async def _read_head(self, client: Side) -> bytes:
         try:
             async with asyncio.timeout(self._s.header_timeout):
@@ -248,31 +250,4 @@ class Gateway:
         if creds is None:
             message = "send Proxy-Authorization: Basic (password: a client token)"
             raise Refused(407, message, "unauthorized", AUTHENTICATE)
-        username, password = creds
-        owner = self._tokens.owner_of(password)
-        if owner is None:
-            raise Refused(407, "unknown token", "unauthorized", AUTHENTICATE)
-        try:
-            selector = parse_username(username)
-        except UsernameError as exc:
-            raise bad_username(str(exc), exc.param) from None
-        self._check_selector(selector)
-        return Caller(owner, selector)
-
-    def _check_selector(self, sel: Selector) -> None:
-        if sel.provider and sel.provider not in self._zones:
-            raise bad_username(f"provider: unknown provider {sel.provider!r}", "provider")
-        zones = self._zones[sel.provider] if sel.provider else set().union(*self._zones.values())
-        if sel.zone and sel.zone not in zones:
-            raise bad_username(f"zone: unknown zone {sel.zone!r}", "zone")
-
-    async def _acquire(self, caller: Caller, target: str) -> Hold:
-        try:
-            return await self._leaser.acquire(caller.owner, caller.selector, target)
-        except (Unavailable, Conflict) as exc:
-            pool = caller.selector.pool
-            if pool and await self._leaser.pool_missing(pool):
-                raise bad_username(f"pool: unknown pool {pool!r}", "pool") from None
-            raise unavailable(str(exc), exc.retry_after, "proxy_internal_response") from None
-        except StoreUnavailable:
-            raise unavailable("the lease store is unreachable", 1, "proxy_internal_error") from None
+        return self._admission.caller(*creds)

@@ -18,9 +18,13 @@ class GatewaySettings:
     """Address the proxy endpoint listens on (0.0.0.0: every interface)."""
     port: int = 8899
     """Port of the proxy endpoint (0: a free one, logged at start)."""
+    socks_port: int = 0
+    """Port of the SOCKS5 listener (RFC 1928 with username/password auth, CONNECT only), on
+    --host beside the HTTP one; 0: none."""
     reuse_port: bool = False
-    """Listen with SO_REUSEPORT, so several gateway processes on one host share --port and
-    the kernel spreads new connections over them (one event loop, one core each)."""
+    """Listen with SO_REUSEPORT, so several gateway processes on one host share --port (and
+    --socks-port) and the kernel spreads new connections over them (one event loop, one
+    core each)."""
     client_tokens: tuple[str, ...] = option(
         (), flag="--client-token", env_aliases=("PROXYFLEET_CLIENT_TOKENS",), repr=False
     )
@@ -112,6 +116,8 @@ class GatewaySettings:
             raise ConfigError(f"--session-minutes: expected 1-{MAX_SESSTIME_MINUTES}")
         if not 0 <= self.port <= 65535 or not 0 <= self.metrics_port <= 65535:
             raise ConfigError("--port and --metrics-port: expected 0..65535")
+        if not 0 <= self.socks_port <= 65535:
+            raise ConfigError("--socks-port: expected 0 (none) or a port, 1..65535")
         if not 1024 <= self.max_header_bytes <= 1_048_576:
             raise ConfigError("--max-header-bytes: expected 1024..1048576")
 

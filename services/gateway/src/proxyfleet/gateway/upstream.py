@@ -9,7 +9,7 @@ import ssl
 import time
 
 from proxyfleet.common.core.errors import ConfigError
-from proxyfleet.common.domain.socks5 import Socks5Error
+from proxyfleet.common.domain.socks5 import Reply, Socks5Error
 from proxyfleet.common.store.leases import GrantedProxy
 from proxyfleet.common.wire.models import Scheme
 from proxyfleet.gateway.metrics import BYTES_DOWN, UPSTREAM_CONNECT_SECONDS
@@ -23,12 +23,33 @@ tunnel to its host, in origin form and without Proxy-Authorization."""
 
 
 class UpstreamFailed(Exception):
-    """The upstream proxy could not be reached, or refused the request."""
+    """The upstream proxy could not be reached, or refused the request; `reply` is the
+    SOCKS5 reply code that says so to a SOCKS5 client."""
+
+    def __init__(self, message: str, reply: Reply = Reply.NETWORK_UNREACHABLE) -> None:
+        super().__init__(message)
+        self.reply = reply
 
 
 class Unresolved(UpstreamFailed):
     """The target's name did not resolve here (a `socks5` proxy gets an address): no
     fault of the proxy's, and no other proxy would fare better."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, Reply.HOST_UNREACHABLE)
+
+
+CONNECT_STATUS_REPLIES = {
+    403: Reply.NOT_ALLOWED,
+    500: Reply.HOST_UNREACHABLE,
+    502: Reply.HOST_UNREACHABLE,
+    503: Reply.CONNECTION_REFUSED,
+    504: Reply.TTL_EXPIRED,
+}
+"""What an HTTP upstream's answer to CONNECT says of the target, as a SOCKS5 reply (Squid
+answers 403 for a port its rules forbid, 503 when the target refuses the connection, 500
+for a name it cannot resolve; 502 and 504 are what other proxies answer for an
+unreachable target and a time-out); any other status is the proxy's own failure."""
 
 
 TLS_CLOSE_WITHIN = 10.0
@@ -71,13 +92,16 @@ class Dialer:
         self._limit = limit
         self._tls = tls
 
-    async def tunnel(self, proxy: GrantedProxy, host: str, port: int) -> Side:
-        """A tunnel to host:port through the proxy, open (its answer read)."""
+    async def tunnel(
+        self, proxy: GrantedProxy, host: str, port: int, *, resolve_here: bool = True
+    ) -> Side:
+        """A tunnel to host:port through the proxy, open (its answer read). `resolve_here`
+        False: a name goes to a `socks5` proxy as a name too (never resolved here)."""
         started = time.perf_counter()
         result = "failed"
         try:
             if proxy.scheme in SOCKS:
-                side = await self._socks(proxy, host, port)
+                side = await self._socks(proxy, host, port, resolve_here)
             else:
                 side = await self._connect(proxy, f"{host}:{port}")
             result = "ok"
@@ -105,7 +129,8 @@ class Dialer:
                     lambda: side_type(BYTES_DOWN, limit=limit), proxy.host, proxy.port, ssl=tls
                 )
         except TimeoutError:
-            raise UpstreamFailed(f"no connection within {self._within:g} s") from None
+            message = f"no connection within {self._within:g} s"
+            raise UpstreamFailed(message, Reply.TTL_EXPIRED) from None
         except ssl.SSLCertVerificationError as exc:
             raise UpstreamFailed(f"TLS: {exc.verify_message}") from None
         except ssl.SSLError as exc:
@@ -127,20 +152,22 @@ class Dialer:
                 head = await side.read_head()
         except TimeoutError:
             side.abort()
-            raise UpstreamFailed(f"no answer to CONNECT within {self._within:g} s") from None
+            message = f"no answer to CONNECT within {self._within:g} s"
+            raise UpstreamFailed(message, Reply.TTL_EXPIRED) from None
         except (OSError, asyncio.IncompleteReadError, HeadTooLarge) as exc:
             side.abort()
             raise UpstreamFailed(f"CONNECT failed: {type(exc).__name__}") from None
         status = status_of(head)
         if status != 200:
             side.abort()
-            raise UpstreamFailed(f"the upstream answered CONNECT with {status}")
+            reply = CONNECT_STATUS_REPLIES.get(status, Reply.NETWORK_UNREACHABLE)
+            raise UpstreamFailed(f"the upstream answered CONNECT with {status}", reply)
         return side
 
-    async def _socks(self, proxy: GrantedProxy, host: str, port: int) -> Side:
+    async def _socks(self, proxy: GrantedProxy, host: str, port: int, resolve_here: bool) -> Side:
         """The SOCKS5 dialogue up to an open tunnel (`socks5`: to the address this
-        gateway resolves `host` to; `socks5h`: to the name)."""
-        if proxy.scheme == Scheme.SOCKS5:
+        gateway resolves `host` to, unless not `resolve_here`; `socks5h`: to the name)."""
+        if proxy.scheme == Scheme.SOCKS5 and resolve_here:
             try:
                 async with asyncio.timeout(self._within):
                     host = await resolve(host, port)
@@ -152,10 +179,13 @@ class Dialer:
                 await socks_connect(side, proxy, host, port)
         except TimeoutError:
             side.abort()
-            raise UpstreamFailed(f"no SOCKS5 answer within {self._within:g} s") from None
+            message = f"no SOCKS5 answer within {self._within:g} s"
+            raise UpstreamFailed(message, Reply.TTL_EXPIRED) from None
         except Socks5Error as exc:
             side.abort()
-            raise UpstreamFailed(f"SOCKS5: {exc}") from None
+            # Its own failure (general, or none given) is the proxy's; a target's, the target's.
+            reply = exc.reply if exc.reply not in (None, Reply.GENERAL_FAILURE) else None
+            raise UpstreamFailed(f"SOCKS5: {exc}", reply or Reply.NETWORK_UNREACHABLE) from None
         except (OSError, asyncio.IncompleteReadError, ValueError) as exc:
             side.abort()
             raise UpstreamFailed(f"SOCKS5 failed: {type(exc).__name__}") from None
