@@ -9,6 +9,8 @@ from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.gateway.auth import TokenBook
 from proxyfleet.gateway.leasing import Leaser
+from proxyfleet.gateway.metrics import CLIENT_LIMITED
+from proxyfleet.gateway.quota import Quota
 from proxyfleet.gateway.refusals import AUTHENTICATE, Refused, bad_username, unavailable
 from proxyfleet.gateway.relaying import Caller
 from proxyfleet.gateway.tunnels import Hold, Tunnels
@@ -19,11 +21,17 @@ log = get_logger(__name__)
 
 class Admission:
     def __init__(
-        self, leaser: Leaser, tokens: TokenBook, providers: ProvidersConfig, tunnels: Tunnels
+        self,
+        leaser: Leaser,
+        tokens: TokenBook,
+        providers: ProvidersConfig,
+        tunnels: Tunnels,
+        quota: Quota,
     ) -> None:
         self._leaser = leaser
         self._tokens = tokens
         self._tunnels = tunnels
+        self._quota = quota
         self._zones = {p.name: set(p.zones) for p in providers.providers}
 
     def caller(self, username: str, password: str) -> Caller:
@@ -39,6 +47,23 @@ class Admission:
         self._check_selector(selector)
         return Caller(owner, selector)
 
+    def admit(self, caller: Caller) -> None:
+        """The caller's new connection, within its client's limits (`leave` when it ends);
+        Refused 429 when over one."""
+        try:
+            self._quota.admit(caller.owner)
+        except Refused as r:
+            self._limited(caller.owner, r.limit)
+            raise
+
+    def _limited(self, owner: str, limit: str) -> None:
+        CLIENT_LIMITED.labels(owner, limit).inc()
+        self._quota.refused(owner, limit)
+
+    def leave(self, owner: str) -> None:
+        """An admitted connection of `owner` ended."""
+        self._quota.left(owner)
+
     def _check_selector(self, sel: Selector) -> None:
         if sel.provider and sel.provider not in self._zones:
             raise bad_username(f"provider: unknown provider {sel.provider!r}", "provider")
@@ -49,6 +74,13 @@ class Admission:
     async def lease(self, caller: Caller, target: str) -> Hold:
         """A lease for the caller's connection to `target`, expected by this replica's
         tunnels from now on (`end` when the connection no longer rides on it)."""
+        session = caller.selector.session
+        if not session or not self._tunnels.holds_session(caller.owner, session):
+            try:
+                self._quota.check_lease(caller.owner)
+            except Refused as r:
+                self._limited(caller.owner, r.limit)
+                raise
         caller.hold = await self._acquire(caller, target)
         self._tunnels.expect(caller.hold)
         return caller.hold

@@ -9,13 +9,17 @@ from proxyfleet.common import host
 from proxyfleet.common.messaging.relay import OutboxRelay
 from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.store import LeaseStore, PoolStore, ProxyRegistry, ScriptMux
+from proxyfleet.common.store.client_usage import ClientUsageStore
 from proxyfleet.common.store.egress_holds import Exclusivity
 from proxyfleet.common.store.sessions import SessionStore
+from proxyfleet.gateway.accounting import Accounting
 from proxyfleet.gateway.admission import Admission
 from proxyfleet.gateway.auth import TokenBook
 from proxyfleet.gateway.events import LeaseFollower
 from proxyfleet.gateway.leasing import Leaser
 from proxyfleet.gateway.limits import connection_cap
+from proxyfleet.gateway.quota import Quota
+from proxyfleet.gateway.quota_sync import QuotaSync
 from proxyfleet.gateway.server import Gateway
 from proxyfleet.gateway.settings import GatewaySettings
 from proxyfleet.gateway.tunnels import Tunnels
@@ -31,6 +35,7 @@ class Assembly:
     gateway: Gateway
     tunnels: Tunnels
     parts: host.Parts
+    quota: Quota
 
 
 def assemble(ctx: host.Context[GatewaySettings]) -> Assembly:
@@ -48,9 +53,13 @@ def assemble(ctx: host.Context[GatewaySettings]) -> Assembly:
     pools = PoolStore(ctx.redis, ctx.clock, namespace=ns)
     leaser = Leaser(store, registry, SessionStore(ctx.redis, namespace=ns), s, ctx.clock, pools)
     tunnels = Tunnels()
+    quota = Quota(s.client_limits(), ctx.clock, tunnels.leases_of)
+    tunnels.relayed = Accounting(quota).relayed
+    usage = ClientUsageStore(ctx.redis, namespace=ns)
+    quota_sync = QuotaSync(usage, quota, ctx.clock, s.limits_sync_interval)
     cap = connection_cap(s.max_connections, ctx.open_files)
     log.info("gateway.connection_limit", connections=cap, open_files=ctx.open_files)
-    admission = Admission(leaser, TokenBook(s.client_tokens), ctx.providers, tunnels)
+    admission = Admission(leaser, TokenBook(s.client_tokens), ctx.providers, tunnels, quota)
     gateway = Gateway(s, leaser, admission, tunnels, cap)
     upkeep = Upkeep(leaser, store, tunnels, s)
     # The lease scripts put their events in the outbox; this replica publishes them too,
@@ -66,8 +75,9 @@ def assemble(ctx: host.Context[GatewaySettings]) -> Assembly:
             "renewer": lambda _: upkeep.renew(until_finished),
             "sweeper": lambda _: upkeep.sweep(until_finished),
             "relay": lambda _: relay.run(until_finished),
+            "limits": lambda _: quota_sync.run(until_finished),
         },
         ready={"proxy": gateway.listening.is_set, "outbox": host.outbox_check(relay)},
         close=[mux.aclose],
     )
-    return Assembly(gateway, tunnels, parts)
+    return Assembly(gateway, tunnels, parts, quota)

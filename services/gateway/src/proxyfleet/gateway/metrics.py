@@ -12,8 +12,8 @@ OPEN_TUNNELS = Gauge(
 TUNNELS = Counter(
     "proxyfleet_gateway_tunnels_total",
     "Client connections by outcome: ok (relayed), bad_request, unauthorized, unavailable "
-    "(no proxy), busy (at --max-connections), upstream_failed (after the retry), timeout, "
-    "ended (its lease ended).",
+    "(no proxy), busy (at --max-connections), limited (a client limit), upstream_failed (after "
+    "the retry), timeout, ended (its lease ended).",
     ["outcome"],
 )
 BYTES = Counter(
@@ -46,6 +46,25 @@ GRANT_SECONDS = Histogram(
 )
 REPORTS = Counter(
     "proxyfleet_gateway_reports_total", "Outcomes the gateway reported on leases.", ["outcome"]
+)
+CLIENT_LIMITED = Counter(
+    "proxyfleet_gateway_client_limited_total",
+    "Connections refused (429, or SOCKS5 reply 2) for a client token over one of its limits: "
+    "connections, leases, rate or bytes_per_day (also outcome `limited` in "
+    "proxyfleet_gateway_tunnels_total).",
+    ["client", "limit"],
+)
+CLIENT_BYTES = Counter(
+    "proxyfleet_gateway_client_bytes_total",
+    "Bytes relayed for a client token, by direction (up: to the upstream; down: back).",
+    ["client", "direction"],
+)
+PROXY_BYTES = Counter(
+    "proxyfleet_gateway_proxy_bytes_total",
+    "Bytes relayed through the fleet's proxies by provider, zone and direction (not by proxy "
+    "id: there are many and they come and go; a lease's `lease.released` event has its "
+    "proxy's bytes).",
+    ["provider", "zone", "direction"],
 )
 BYTES_UP = BYTES.labels("up")
 BYTES_DOWN = BYTES.labels("down")

@@ -28,6 +28,8 @@ class Refused(Exception):
         self.outcome = outcome
         self.headers = list(headers)
         self.reply = reply
+        self.limit = ""
+        """The client limit it is over (429), else ""."""
         """The SOCKS5 reply code when it says more than the outcome (what the upstream
         answered); None: the one of the outcome."""
 
@@ -65,3 +67,24 @@ def upstream_failed(message: str, why: str, reply: Reply | None = None) -> Refus
         502, message, "upstream_failed", wire.proxy_status("destination_unavailable", why),
         reply=reply,
     )  # fmt: skip
+
+
+LIMIT_ERRORS = {
+    "connections": "connection_limit_reached",
+    "leases": "connection_limit_reached",
+    "rate": "http_request_denied",
+    "bytes_per_day": "http_request_denied",
+}
+"""The RFC 9209 error type of each client limit (its name is in the details)."""
+
+
+def over_limit(client: str, limit: str, message: str, retry_after: float) -> Refused:
+    """429: the client token is at one of its limits (`client_limits.KEYS`)."""
+    retry = str(max(1, math.ceil(retry_after)))
+    refused = Refused(
+        429, f"client {client}: {message}", "limited", ("Retry-After", retry),
+        wire.proxy_status(LIMIT_ERRORS[limit], f"client limit {limit}: {message}"),
+        reply=Reply.NOT_ALLOWED,
+    )  # fmt: skip
+    refused.limit = limit
+    return refused

@@ -145,16 +145,21 @@ class Gateway:
         req = await self._request(client)
         self._check_capacity()
         caller = self._caller(req)
-        if not req.is_connect:
-            connect = await self._plain(req, caller, client)
-            if connect is None:
-                return
-            req, caller = connect  # after plain requests, the connection becomes a tunnel
-        await self._admission.lease(caller, req.host)
+        self._admission.admit(caller)
+        owner = caller.owner  # the connection counts against its first request's client
         try:
-            await self._relaying.tunnel(req, caller, client)
+            if not req.is_connect:
+                connect = await self._plain(req, caller, client)
+                if connect is None:
+                    return
+                req, caller = connect  # after plain requests, the connection is a tunnel
+            await self._admission.lease(caller, req.host)
+            try:
+                await self._relaying.tunnel(req, caller, client)
+            finally:
+                await self._admission.end(caller)
         finally:
-            await self._admission.end(caller)
+            self._admission.leave(owner)
 
     async def _plain(
         self, req: wire.RequestHead, caller: Caller, client: Side

@@ -9,6 +9,7 @@ from proxyfleet.common.core.errors import ConfigError
 from proxyfleet.common.core.settings import option
 from proxyfleet.common.domain.tokens import parse_tokens
 from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.gateway.client_limits import ClientLimit, default_limit, per_client
 from proxyfleet.gateway.username import MAX_SESSTIME_MINUTES
 
 
@@ -46,6 +47,27 @@ class GatewaySettings:
     """Most client connections served at once; more are answered 503 with Retry-After.
     0: as many as the open-file limit allows (two descriptors each), which the gateway
     raises to its hard limit at start."""
+    client_max_connections: int = 0
+    """Most connections one client token has open at once, over every replica sharing the
+    Redis (more are answered 429); 0: no limit. Per token: --client-limit."""
+    client_max_leases: int = 0
+    """Most leases one client token's connections hold at once (a session's lease counts
+    once); 0: no limit."""
+    client_connection_rate: float = 0.0
+    """New connections per second one client token may open (a token bucket, shared by
+    the replicas); 0: no limit."""
+    client_connection_burst: int = 0
+    """New connections a client token may open at once after a quiet spell (the bucket's
+    size); 0: a second's worth of --client-connection-rate."""
+    client_bytes_per_day: str = ""
+    """Bytes a client token may relay (both ways) in a UTC day, with a unit (10GB,
+    500MiB); then new connections get 429 until midnight UTC. Empty: no limit."""
+    client_limit: tuple[str, ...] = option((), flag="--client-limit")
+    """One token's limits over the defaults above: `NAME:key=value,...`, keys
+    connections, leases, rate, burst, bytes_per_day (`none`: no limit). Repeatable."""
+    limits_sync_interval: float = 0.2
+    """Seconds between two syncs of this replica's client counts and bytes with Redis
+    (one script call each): how stale the other replicas' counts may be."""
     drain_seconds: float = 20.0
     """Seconds a stopping gateway lets its open connections finish: it accepts no new ones
     (and its /readyz is gone), still renews and follows their leases, then closes the
@@ -87,6 +109,7 @@ class GatewaySettings:
         if not self.client_tokens:
             raise ConfigError("no client token: pass --client-token name:secret (the API's)")
         parse_tokens((), self.client_tokens)
+        self.client_limits()
         self.blocked()
         positive = [
             ("--lease-ttl", self.lease_ttl),
@@ -98,6 +121,7 @@ class GatewaySettings:
             ("--max-lease-ttl", self.max_lease_ttl),
             ("--sweep-interval", self.sweep_interval),
             ("--ended-lease-ttl", self.ended_lease_ttl),
+            ("--limits-sync-interval", self.limits_sync_interval),
         ]
         for flag, value in positive:
             if not (math.isfinite(value) and value > 0):
@@ -120,6 +144,18 @@ class GatewaySettings:
             raise ConfigError("--socks-port: expected 0 (none) or a port, 1..65535")
         if not 1024 <= self.max_header_bytes <= 1_048_576:
             raise ConfigError("--max-header-bytes: expected 1024..1048576")
+
+    def client_limits(self) -> dict[str, ClientLimit]:
+        """Each client token's limits; ConfigError naming the setting at fault."""
+        default = default_limit(
+            self.client_max_connections,
+            self.client_max_leases,
+            self.client_connection_rate,
+            self.client_connection_burst,
+            self.client_bytes_per_day.strip(),
+        )
+        names = tuple(t.name for t in parse_tokens((), self.client_tokens))
+        return per_client(default, self.client_limit, names)
 
     def blocked(self) -> frozenset[int]:
         """The statuses in --blocked-statuses; ConfigError when one is not a status."""

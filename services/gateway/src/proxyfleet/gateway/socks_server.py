@@ -30,6 +30,7 @@ log = get_logger(__name__)
 OUTCOME_REPLIES = {
     "unavailable": Reply.GENERAL_FAILURE,
     "busy": Reply.GENERAL_FAILURE,
+    "limited": Reply.NOT_ALLOWED,
     "bad_request": Reply.NOT_ALLOWED,
     "upstream_failed": Reply.NETWORK_UNREACHABLE,
 }
@@ -109,14 +110,18 @@ class Socks5Endpoint:
             SOCKS5.labels("timeout", "none").inc()
             raise
         self._check_capacity()
+        self._admission.admit(caller)
         req = wire.RequestHead(
             "CONNECT", f"{request.host}:{request.port}", request.host, request.port, []
         )
-        await self._admission.lease(caller, request.host)
         try:
-            await self._relaying.tunnel(req, caller, client, self._opened, resolve_here=False)
+            await self._admission.lease(caller, request.host)
+            try:
+                await self._relaying.tunnel(req, caller, client, self._opened, resolve_here=False)
+            finally:
+                await self._admission.end(caller)
         finally:
-            await self._admission.end(caller)
+            self._admission.leave(caller.owner)
 
     async def _authenticated(self, client: Side) -> Caller:
         """The greeting and the username/password, answered; the caller they name."""

@@ -50,6 +50,8 @@ class Side(asyncio.Protocol):
         """Why a metered body could not be relayed (its framing, or the connection ended
         inside it); "" while none failed."""
         self.last_active = time.monotonic()
+        self.relayed = 0
+        """Bytes received and passed on (piped or metered) so far: the accounting's."""
         self.watch: Callable[[], None] | None = None
         self._received = received
         self._on_made = on_made
@@ -82,6 +84,7 @@ class Side(asyncio.Protocol):
             self._wake()
             return
         sink.write(data)
+        self.relayed += len(data)
         if self._received is not None:
             self._received.inc(len(data))
 
@@ -184,6 +187,7 @@ class Side(asyncio.Protocol):
         self._sink, sink._source = sink, self
         if self._buffer:
             sink.write(bytes(self._buffer))
+            self.relayed += len(self._buffer)
             self._buffer.clear()
         if self.eof:
             sink.write_eof()
@@ -204,6 +208,7 @@ class Side(asyncio.Protocol):
         if first or taken:
             sink.write(first + bytes(self._buffer[:taken]))
             del self._buffer[:taken]
+            self.relayed += taken
             if self._received is not None:
                 self._received.inc(taken)
         if body.done:
@@ -252,6 +257,7 @@ class Side(asyncio.Protocol):
             self._changed()
             return
         sink.write(data if taken == len(data) else data[:taken])
+        self.relayed += taken
         if self._received is not None:
             self._received.inc(taken)
         if body.done:

@@ -3,7 +3,7 @@ renew or the idle check closes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from proxyfleet.common.store.leases import GrantedProxy
@@ -35,6 +35,9 @@ class Relay:
     upstream: Side
     ended: str = ""
     """Why the gateway closed it ("" while open or closed by an end)."""
+    up_from: int = 0
+    """What the client side had relayed when this relay began (a plain connection's
+    earlier requests were another relay's)."""
 
     @property
     def last_active(self) -> float:
@@ -62,20 +65,36 @@ class _Held:
     """Those of them being relayed now."""
 
 
+Relayed = Callable[[Hold, int, int], None]
+"""Told of each relay's bytes up and down as it ends."""
+
+
 class Tunnels:
-    def __init__(self) -> None:
+    def __init__(self, relayed: Relayed | None = None) -> None:
+        self.relayed = relayed
+        """Told of each relay's bytes as it ends (set once at assembly)."""
         self._held: dict[str, _Held] = {}
         self._sessions: dict[tuple[str, str], int] = {}
+        self._leases: dict[str, int] = {}
+        """Leases held here by each owner (a client's limit counts them)."""
 
     def expect(self, hold: Hold) -> None:
         """A connection rides on `hold` from now on (`forget` when it ends)."""
-        self._held.setdefault(hold.lease_id, _Held(hold)).connections += 1
+        self._held_for(hold).connections += 1
 
     def forget(self, lease_id: str) -> None:
         """A connection that expected the lease has ended."""
         if (held := self._held.get(lease_id)) is not None:
             held.connections -= 1
             self._drop_if_unused(lease_id, held)
+
+    def leases_of(self, owner: str) -> int:
+        """Leases that connections of this replica hold for `owner`."""
+        return self._leases.get(owner, 0)
+
+    def holds_session(self, owner: str, session: str) -> bool:
+        """Whether a connection of this replica rides on the session's lease."""
+        return any(h.hold.owner == owner and h.hold.session == session for h in self._held.values())
 
     def ended(self, lease_id: str) -> str:
         """Why the lease of a connection of this replica ended ("" while it has not, or
@@ -86,8 +105,9 @@ class Tunnels:
     def add(self, relay: Relay) -> None:
         """Relay from now on; one whose lease ended while it reached the upstream is
         closed at once."""
-        held = self._held.setdefault(relay.hold.lease_id, _Held(relay.hold))
+        held = self._held_for(relay.hold)
         held.relays.add(relay)
+        relay.up_from = relay.client.relayed
         OPEN_TUNNELS.inc()
         if session := relay.hold.session:
             key = (relay.hold.owner, session)
@@ -102,6 +122,8 @@ class Tunnels:
             return
         held.relays.discard(relay)
         self._drop_if_unused(relay.hold.lease_id, held)
+        if self.relayed is not None:
+            self.relayed(relay.hold, relay.client.relayed - relay.up_from, relay.upstream.relayed)
         OPEN_TUNNELS.dec()
         if session := relay.hold.session:
             key = (relay.hold.owner, session)
@@ -141,6 +163,18 @@ class Tunnels:
         for relay in self:
             relay.close(why)
 
+    def _held_for(self, hold: Hold) -> _Held:
+        held = self._held.get(hold.lease_id)
+        if held is None:
+            held = self._held[hold.lease_id] = _Held(hold)
+            self._leases[hold.owner] = self._leases.get(hold.owner, 0) + 1
+        return held
+
     def _drop_if_unused(self, lease_id: str, held: _Held) -> None:
         if held.connections <= 0 and not held.relays:
             del self._held[lease_id]
+            owner = held.hold.owner
+            if left := self._leases.get(owner, 1) - 1:
+                self._leases[owner] = left
+            else:
+                self._leases.pop(owner, None)
