@@ -89,13 +89,14 @@ class Admission:
         """The connection no longer rides on the caller's lease: release it (a session's
         lives on)."""
         if caller.hold is not None:
+            relayed = self._tunnels.bytes_of(caller.hold.lease_id)
             self._tunnels.forget(caller.hold.lease_id)
-            await self._finish(caller.hold)
+            await self._finish(caller.hold, relayed)
             caller.hold = None
 
-    async def _finish(self, hold: Hold) -> None:
+    async def _finish(self, hold: Hold, relayed: tuple[int, int]) -> None:
         try:
-            await self._leaser.finish(hold)
+            await self._leaser.finish(hold, relayed)
         except StoreUnavailable as exc:  # the lease expires at its TTL instead
             log.warning("gateway.release_failed", lease_id=hold.lease_id, error=str(exc))
 

@@ -90,16 +90,19 @@ class Leaser:
         except StoreUnavailable:
             return False
 
-    async def finish(self, hold: Hold) -> None:
-        """A connection closed: its own lease ends; a session's lease lives on (it expires
-        once the session idles or ends)."""
+    async def finish(self, hold: Hold, relayed: tuple[int, int] | None = None) -> None:
+        """A connection closed: its own lease ends, with the bytes `relayed` on it; a
+        session's lease lives on (it expires once the session idles or ends)."""
         if not hold.session:
-            await self.end(hold)
+            await self.end(hold, relayed)
 
-    async def end(self, hold: Hold) -> None:
-        """Release the lease; one that already ended is no error."""
+    async def end(self, hold: Hold, relayed: tuple[int, int] | None = None) -> None:
+        """Release the lease (with the bytes relayed on it, when known); one that already
+        ended is no error."""
         with contextlib.suppress(Conflict, NotFound):
-            await self._store.release(hold.lease_id, hold.epoch, hold.owner, hold.owner)
+            await self._store.release(
+                hold.lease_id, hold.epoch, hold.owner, hold.owner, relayed=relayed
+            )
         if hold.session:
             await self._sessions.drop(hold.owner, hold.session, hold.lease_id)
 

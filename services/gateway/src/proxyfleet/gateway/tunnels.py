@@ -63,6 +63,9 @@ class _Held:
     """Connections that expect it (from their grant to their end)."""
     relays: set[Relay] = field(default_factory=set)
     """Those of them being relayed now."""
+    up: int = 0
+    down: int = 0
+    """Bytes its relays that ended carried (recorded on the lease when it is released)."""
 
 
 Relayed = Callable[[Hold, int, int], None]
@@ -87,6 +90,11 @@ class Tunnels:
         if (held := self._held.get(lease_id)) is not None:
             held.connections -= 1
             self._drop_if_unused(lease_id, held)
+
+    def bytes_of(self, lease_id: str) -> tuple[int, int]:
+        """Bytes up and down the ended relays of this replica carried on the lease."""
+        held = self._held.get(lease_id)
+        return (held.up, held.down) if held is not None else (0, 0)
 
     def leases_of(self, owner: str) -> int:
         """Leases that connections of this replica hold for `owner`."""
@@ -121,9 +129,12 @@ class Tunnels:
         if held is None or relay not in held.relays:
             return
         held.relays.discard(relay)
+        up, down = relay.client.relayed - relay.up_from, relay.upstream.relayed
+        held.up += up
+        held.down += down
         self._drop_if_unused(relay.hold.lease_id, held)
         if self.relayed is not None:
-            self.relayed(relay.hold, relay.client.relayed - relay.up_from, relay.upstream.relayed)
+            self.relayed(relay.hold, up, down)
         OPEN_TUNNELS.dec()
         if session := relay.hold.session:
             key = (relay.hold.owner, session)

@@ -236,13 +236,21 @@ class LeaseStore:
         return Renewed(lease_id, str(res[2]), float(res[1]))
 
     async def release(
-        self, lease_id: str, epoch: int, owner: str = "", actor: str = ""
+        self,
+        lease_id: str,
+        epoch: int,
+        owner: str = "",
+        actor: str = "",
+        relayed: tuple[int, int] | None = None,
     ) -> Released:
+        """End the lease; `relayed`: the bytes up and down the gateway carried on it,
+        recorded on the lease and in its `lease.released` event."""
         now = repr(self._clock.now())
         cooldown = repr(self.policy.cooldown)
+        counted = [str(relayed[0]), str(relayed[1])] if relayed is not None else []
         res = await self._scripts.call(
             "release", lease_id, epoch, now, cooldown, fast_id("e"), owner,
-            repr(self.policy.ended_ttl), actor,
+            repr(self.policy.ended_ttl), actor, *counted,
         )  # fmt: skip
         self._check(res, lease_id)
         return Released(lease_id, str(res[1]))

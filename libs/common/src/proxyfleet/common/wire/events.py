@@ -70,7 +70,8 @@ class EventData(msgspec.Struct, kw_only=True, omit_defaults=True):
     lease.*: `epoch`, `client` (the owner: the granting token's name, never its secret),
     `by` (the token that made the call, the owner's or an admin's; absent for an expiry or
     a revocation); granted: `holder`, `target`, `expires_at`; renewed: `expires_at`;
-    reported: `outcome`, `target`; revoked: `reason`.
+    reported: `outcome`, `target`; revoked: `reason`; released by the gateway: `bytes_up`,
+    `bytes_down` (what it relayed on the lease).
     proxy.drained, proxy.quarantined: `reason` (and `by` when an admin acted);
     proxy.egress_changed: `egress_ip`, `from_egress_ip`; proxy.egress_shared: `egress_ip`,
     `shared_with` (the other proxies' ids, at most a few); lease.granted: `egress_ip` when
@@ -104,6 +105,8 @@ class EventData(msgspec.Struct, kw_only=True, omit_defaults=True):
     shared_with: list[str] | None = None
     source: str | None = None
     line: int | None = None
+    bytes_up: int | None = None
+    bytes_down: int | None = None
 
 
 # The docstring is the AsyncAPI document's: the Lua `event` writes it with `event_json`,

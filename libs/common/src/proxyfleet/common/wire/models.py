@@ -140,6 +140,10 @@ class Lease(msgspec.Struct, kw_only=True):
     egress_ip: str = ""
     """Its proxy's exit address when granted ("" unknown), held exclusively by the lease
     unless the proxy's exclusivity is `none`."""
+    bytes_up: int = 0
+    bytes_down: int = 0
+    """Bytes the gateway relayed on it (client to upstream, and back), recorded when the
+    gateway released it; 0 for a lease used outside the gateway, or not released by it."""
 
 
 # ---- intents (api/health/gc -> provisioner) -------------------------------------------

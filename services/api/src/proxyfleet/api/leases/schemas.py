@@ -88,6 +88,10 @@ class LeaseOut(msgspec.Struct, kw_only=True):
     failed: ...`, `proxy deleted`, `egress_changed`; empty otherwise."""
     egress_ip: str = ""
     """Its proxy's exit address when granted, which the lease holds ("" unknown)."""
+    bytes_up: int = 0
+    bytes_down: int = 0
+    """Bytes the gateway relayed on the lease (client to upstream, and back), once the
+    gateway released it; 0 otherwise."""
 
     @classmethod
     def of(cls, lease: Lease, state: str) -> LeaseOut:
@@ -103,6 +107,8 @@ class LeaseOut(msgspec.Struct, kw_only=True):
             expires_at=lease.expires_at,
             reason=lease.reason,
             egress_ip=lease.egress_ip,
+            bytes_up=lease.bytes_up,
+            bytes_down=lease.bytes_down,
         )
 
 
