@@ -62,4 +62,4 @@ async def test_every_operation_answers_as_documented(api: Api, tmp_path: Path) -
     done = await asyncio.to_thread(run_schemathesis, api.url, config)
     report = done.stdout + done.stderr
     assert done.returncode == 0, report
-    assert "25 selected / 26 total" in report, report  # GET /echo included
+    assert "26 selected / 27 total" in report, report  # GET /echo and /v1/usage included

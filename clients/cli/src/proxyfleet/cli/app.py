@@ -23,6 +23,7 @@ from proxyfleet.cli import (
     proxies,
     render,
     runner,
+    usage,
 )
 from proxyfleet.cli.childenv import default_holder
 from proxyfleet.cli.config import Config, config_path, write_config
@@ -42,6 +43,7 @@ app.add_typer(proxies.app, name="proxies")
 app.add_typer(leases.app, name="leases")
 app.add_typer(pools.app, name="pools")
 app.add_typer(entries.app, name="entries")
+app.command("usage")(usage.usage)
 
 Output = Annotated[Format, typer.Option("--output", "-o", help="table or json.")]
 

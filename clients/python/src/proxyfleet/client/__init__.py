@@ -48,6 +48,7 @@ from proxyfleet.client.models import (
 )
 from proxyfleet.client.sync import Client
 from proxyfleet.client.sync_held_lease import HeldLease
+from proxyfleet.client.usage_calls import DayUsage, Usage
 
 __all__ = [
     "ApiError",
@@ -56,6 +57,7 @@ __all__ = [
     "BadRequest",
     "Client",
     "Conflict",
+    "DayUsage",
     "Event",
     "EventData",
     "Forbidden",
@@ -85,4 +87,5 @@ __all__ = [
     "TransportError",
     "Unauthorized",
     "Unavailable",
+    "Usage",
 ]

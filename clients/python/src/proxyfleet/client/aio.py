@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from proxyfleet.client import calls, entry_calls
+from proxyfleet.client import calls, entry_calls, usage_calls
 from proxyfleet.client.aio_held_lease import AsyncHeldLease
 from proxyfleet.client.calls import DEFAULT_MAX_WAIT, DEFAULT_TIMEOUT, Call
 from proxyfleet.client.errors import TransportError, api_error
@@ -34,6 +34,7 @@ from proxyfleet.client.models import (
     ReportedLease,
 )
 from proxyfleet.client.sse import READY, EventStream
+from proxyfleet.client.usage_calls import Usage
 
 T = TypeVar("T")
 
@@ -239,6 +240,10 @@ class AsyncClient:
     async def remove_provider_entry(self, provider: str, entry_id: str) -> None:
         """Remove one: its proxy drains, then is forgotten."""
         await self.call(entry_calls.remove_provider_entry(provider, entry_id))
+
+    async def usage(self, client: str | None = None, days: int = 7) -> Usage:
+        """Bytes and connections through the gateways per UTC day, the last `days`."""
+        return await self.call(usage_calls.get_usage(client, days))
 
     # ---- events ----------------------------------------------------------------------
 

@@ -105,6 +105,9 @@ class LeaseState(msgspec.Struct, kw_only=True):
     reason: str = ""
     egress_ip: str = ""
     """The exit address the lease holds ("" unknown)."""
+    bytes_up: int = 0
+    bytes_down: int = 0
+    """What the gateway relayed on it, once the gateway released it."""
 
 
 class LeasePage(msgspec.Struct, kw_only=True):

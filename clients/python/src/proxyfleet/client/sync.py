@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 import httpx
 
-from proxyfleet.client import calls, entry_calls
+from proxyfleet.client import calls, entry_calls, usage_calls
 from proxyfleet.client.calls import DEFAULT_MAX_WAIT, DEFAULT_TIMEOUT, Call
 from proxyfleet.client.errors import TransportError, api_error
 from proxyfleet.client.models import (
@@ -34,6 +34,7 @@ from proxyfleet.client.models import (
 )
 from proxyfleet.client.sse import READY, EventStream
 from proxyfleet.client.sync_held_lease import HeldLease
+from proxyfleet.client.usage_calls import Usage
 
 T = TypeVar("T")
 
@@ -236,6 +237,10 @@ class Client:
     def remove_provider_entry(self, provider: str, entry_id: str) -> None:
         """Remove one: its proxy drains, then is forgotten."""
         self.call(entry_calls.remove_provider_entry(provider, entry_id))
+
+    def usage(self, client: str | None = None, days: int = 7) -> Usage:
+        """Bytes and connections through the gateways per UTC day, the last `days`."""
+        return self.call(usage_calls.get_usage(client, days))
 
     # ---- events ----------------------------------------------------------------------
 

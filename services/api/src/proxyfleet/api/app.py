@@ -31,6 +31,7 @@ from proxyfleet.api.settings import ApiSettings
 from proxyfleet.api.system.controller import SystemController
 from proxyfleet.api.system.echo import echo_router
 from proxyfleet.api.ui.controller import ui_router
+from proxyfleet.api.usage.controller import UsageController
 from proxyfleet.common.observability.logging import get_logger
 
 log = get_logger(__name__)
@@ -89,6 +90,7 @@ def create_app(settings: ApiSettings, deps: AppDeps) -> Litestar:
             ProviderController,
             ProviderEntryController,
             FeedController,
+            UsageController,
         ],
     )
     handlers: list[Router | type[SystemController]] = [

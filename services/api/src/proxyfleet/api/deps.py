@@ -24,6 +24,7 @@ from proxyfleet.common.store import (
     ScriptMux,
     connect_redis,
 )
+from proxyfleet.common.store.client_usage import ClientUsageStore
 from proxyfleet.common.store.egress_holds import Exclusivity
 from proxyfleet.common.store.leases import LeasePolicy
 
@@ -44,6 +45,8 @@ class Backends:
     """Publishes the outbox the lease and registry scripts append to."""
     ping_redis: Callable[[], Awaitable[object]]
     nats: NatsClient
+    usage: ClientUsageStore
+    """Each client's bytes and connections per day, as the gateways sync them."""
 
     async def redis_ready(self) -> bool:
         try:
@@ -102,6 +105,7 @@ async def open_backends(
                     publisher=Publisher(nc, clock, attempts=1),
                     ping_redis=registry.ping,
                     nats=nc,
+                    usage=ClientUsageStore(redis, namespace=common.namespace, clock=clock),
                 )
             finally:
                 stop_relay.set()

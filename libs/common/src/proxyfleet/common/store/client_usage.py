@@ -5,10 +5,12 @@ batches, one script call per replica every --limits-sync-interval, never per con
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
 
 import redis.asyncio as aioredis
 
+from proxyfleet.common.core.clock import Clock, SystemClock
 from proxyfleet.common.store.outage import translates_outages
 
 USAGE_DAYS = 400
@@ -91,9 +93,12 @@ class DayUsage:
 
 @translates_outages
 class ClientUsageStore:
-    def __init__(self, client: aioredis.Redis, *, namespace: str = "pf") -> None:
+    def __init__(
+        self, client: aioredis.Redis, *, namespace: str = "pf", clock: Clock | None = None
+    ) -> None:
         self._redis = client
         self._ns = namespace
+        self._clock = clock or SystemClock()
         self._sync = client.register_script(SYNC)
 
     def _usage_key(self, client: str, day: str) -> str:
@@ -114,6 +119,12 @@ class ClientUsageStore:
             c.client: ClientTotals(*values[1 + 3 * i : 4 + 3 * i]) for i, c in enumerate(counts)
         }
         return values[0], totals
+
+    async def recent(self, client: str, days: int) -> list[DayUsage]:
+        """A client's usage on the last `days` UTC days up to today's, oldest first."""
+        now = self._clock.now()
+        names = [time.strftime("%Y-%m-%d", time.gmtime(now - 86_400 * i)) for i in range(days)]
+        return await self.days(client, names[::-1])
 
     async def days(self, client: str, days: list[str]) -> list[DayUsage]:
         """A client's usage on each of `days` (zeros for a day without any)."""

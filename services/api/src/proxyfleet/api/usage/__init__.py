@@ -1,0 +1,1 @@
+"""Client usage: bytes and connections per UTC day, as the gateways keep them."""
