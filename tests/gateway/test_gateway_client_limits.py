@@ -109,3 +109,22 @@ async def test_over_the_rate_is_429_with_retry_after(
     other = await raw_request(gw.port, connect_head(authority, token=OTHER_CLIENT))
     assert other.status == 200
     other.close()
+
+
+async def test_a_session_s_lease_counts_once_against_the_leases_limit(
+    start_gateway: StartGateway, fleet: dict[str, int], target: TargetServer
+) -> None:
+    gw = await start_gateway(cooldown=0.0, client_limit=(f"{CLIENT_NAME}:leases=1",))
+    authority = f"127.0.0.1:{target.port}"
+    session = "crawler-session-cart42"
+    first = await raw_request(gw.port, connect_head(authority, session))
+    second = await raw_request(gw.port, connect_head(authority, session))
+    assert (first.status, second.status) == (200, 200)  # both on the session's one lease
+    assert first.header("X-Proxyfleet-Lease-Id") == second.header("X-Proxyfleet-Lease-Id")
+    own = await raw_request(gw.port, connect_head(authority))  # a lease of its own: a second
+    _assert_429(own, "leases", "connection_limit_reached")
+    own.close()
+    other = await raw_request(gw.port, connect_head(authority, token=OTHER_CLIENT))
+    assert other.status == 200
+    for reply in (first, second, other):
+        reply.close()

@@ -56,6 +56,18 @@ class Admission:
             self._limited(caller.owner, r.limit)
             raise
 
+    def _check_lease(self, caller: Caller) -> None:
+        """Refused (429) when the lease it needs would take its client over the leases
+        limit; a session's lease this replica holds already counts once."""
+        session = caller.selector.session
+        if session and self._tunnels.holds_session(caller.owner, session):
+            return
+        try:
+            self._quota.check_lease(caller.owner)
+        except Refused as r:
+            self._limited(caller.owner, r.limit)
+            raise
+
     def _limited(self, owner: str, limit: str) -> None:
         CLIENT_LIMITED.labels(owner, limit).inc()
         self._quota.refused(owner, limit)
@@ -74,13 +86,8 @@ class Admission:
     async def lease(self, caller: Caller, target: str) -> Hold:
         """A lease for the caller's connection to `target`, expected by this replica's
         tunnels from now on (`end` when the connection no longer rides on it)."""
-        session = caller.selector.session
-        if not session or not self._tunnels.holds_session(caller.owner, session):
-            try:
-                self._quota.check_lease(caller.owner)
-            except Refused as r:
-                self._limited(caller.owner, r.limit)
-                raise
+        if self._quota.limits_leases(caller.owner):
+            self._check_lease(caller)
         caller.hold = await self._acquire(caller, target)
         self._tunnels.expect(caller.hold)
         return caller.hold

@@ -104,6 +104,9 @@ class Quota:
         """An admitted connection ended."""
         self._use[client].connections -= 1
 
+    def limits_leases(self, client: str) -> bool:
+        return bool(self._use[client].limit.leases)
+
     def check_lease(self, client: str) -> None:
         """Refused (429) when a new lease would take `client` over its leases limit."""
         use = self._use[client]

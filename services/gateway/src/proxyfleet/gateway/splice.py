@@ -50,8 +50,7 @@ class Side(asyncio.Protocol):
         """Why a metered body could not be relayed (its framing, or the connection ended
         inside it); "" while none failed."""
         self.last_active = time.monotonic()
-        self.relayed = 0
-        """Bytes received and passed on (piped or metered) so far: the accounting's."""
+        self.relayed = 0  # bytes received and passed on (piped or metered): accounting's
         self.watch: Callable[[], None] | None = None
         self._received = received
         self._on_made = on_made
@@ -191,11 +190,8 @@ class Side(asyncio.Protocol):
             self._buffer.clear()
         if self.eof:
             sink.write_eof()
-        if self.transport is not None and not self.lost:
-            if sink._sink_full:
-                self.transport.pause_reading()
-            else:
-                self.transport.resume_reading()
+        if (t := self.transport) is not None and not self.lost:  # the sink's flow control
+            (t.pause_reading if sink._sink_full else t.resume_reading)()
 
     def meter_to(self, sink: Side, body: Body, first: bytes = b"") -> None:
         """Write `first` to `sink`, then what this side kept and receives until `body` is
@@ -218,11 +214,8 @@ class Side(asyncio.Protocol):
             return
         self._metering = (body, sink)
         sink._source = self
-        if self.transport is not None:
-            if sink._sink_full:
-                self.transport.pause_reading()
-            else:
-                self.transport.resume_reading()
+        if (t := self.transport) is not None:  # the sink's flow control
+            (t.pause_reading if sink._sink_full else t.resume_reading)()
 
     def write(self, data: bytes) -> None:
         if self.transport is not None and not self.transport.is_closing():
