@@ -54,9 +54,10 @@ def assemble(ctx: host.Context[GatewaySettings]) -> Assembly:
     leaser = Leaser(store, registry, SessionStore(ctx.redis, namespace=ns), s, ctx.clock, pools)
     tunnels = Tunnels()
     quota = Quota(s.client_limits(), ctx.clock, tunnels.leases_of)
-    tunnels.relayed = Accounting(quota).relayed
+    accounting = Accounting(quota)
+    tunnels.relayed = accounting.relayed
     usage = ClientUsageStore(ctx.redis, namespace=ns)
-    quota_sync = QuotaSync(usage, quota, ctx.clock, s.limits_sync_interval)
+    quota_sync = QuotaSync(usage, quota, ctx.clock, s.limits_sync_interval, accounting.flush)
     cap = connection_cap(s.max_connections, ctx.open_files)
     log.info("gateway.connection_limit", connections=cap, open_files=ctx.open_files)
     admission = Admission(leaser, TokenBook(s.client_tokens), ctx.providers, tunnels, quota)

@@ -75,6 +75,13 @@ class Quota:
         self.replicas = 1
         """Gateway replicas alive at the last sync."""
         self._refusals: dict[tuple[str, str], int] = {}
+        self._day, self._day_ends = "", 0.0
+
+    def _today(self, now: float) -> str:
+        """The UTC day of `now` (formatted once a day, not per connection)."""
+        if not self._day_ends - DAY <= now < self._day_ends:
+            self._day, self._day_ends = utc_day(now), now - now % DAY + DAY
+        return self._day
 
     def refused(self, client: str, limit: str) -> None:
         """A connection of `client` was refused at `limit` (logged in a batch per sync)."""
@@ -153,7 +160,7 @@ class Quota:
             raise over_limit(client, "connections", message, 1.0)
         now = self._clock.now()
         if limit.bytes_per_day:
-            if use.day != (today := utc_day(now)):
+            if use.day != (today := self._today(now)):
                 use.day, use.bytes_today = today, use.up + use.down
             if use.bytes_today >= limit.bytes_per_day:
                 message = f"at its limit of {limit.bytes_per_day} bytes today (UTC)"

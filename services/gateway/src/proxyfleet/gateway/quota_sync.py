@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import uuid
+from collections.abc import Callable
 
 from proxyfleet.common.core.clock import Clock
 from proxyfleet.common.core.errors import StoreUnavailable
@@ -20,9 +21,16 @@ log = get_logger(__name__)
 
 class QuotaSync:
     def __init__(
-        self, store: ClientUsageStore, quota: Quota, clock: Clock, interval: float
+        self,
+        store: ClientUsageStore,
+        quota: Quota,
+        clock: Clock,
+        interval: float,
+        flush: Callable[[], None] = lambda: None,
     ) -> None:
         self._store = store
+        self._flush = flush
+        """Called at each sync (the byte counters' batch)."""
         self._quota = quota
         self._clock = clock
         self.interval = interval
@@ -38,6 +46,7 @@ class QuotaSync:
             await self.sync_once()
 
     async def sync_once(self) -> None:
+        self._flush()
         counts = self._quota.reports()
         day = utc_day(self._clock.now())
         try:
