@@ -4,6 +4,8 @@ the rate limit's Retry-After."""
 
 from __future__ import annotations
 
+import time
+
 from prometheus_client import REGISTRY
 from tests.api.helpers import CLIENT_NAME, OTHER_CLIENT
 from tests.conftest import TargetServer
@@ -11,6 +13,7 @@ from tests.gateway.conftest import (
     RawReply,
     StartGateway,
     connect_head,
+    curl,
     eventually,
     raw_request,
 )
@@ -128,3 +131,21 @@ async def test_a_session_s_lease_counts_once_against_the_leases_limit(
     assert other.status == 200
     for reply in (first, second, other):
         reply.close()
+
+
+async def test_over_the_day_s_bytes_is_429_until_midnight_utc(
+    start_gateway: StartGateway, fleet: dict[str, int], target: TargetServer
+) -> None:
+    gw = await start_gateway(cooldown=0.0, client_limit=(f"{CLIENT_NAME}:bytes_per_day=1KB",))
+    got = await curl(gw.url(), target.url, ca_file=target.ca_file)  # a TLS handshake: > 1 KB
+    assert got.code == 0, got.stderr
+    await eventually(lambda: len(gw.tunnels) == 0)  # its bytes count as its relay ends
+    over = await raw_request(gw.port, connect_head(f"127.0.0.1:{target.port}"))
+    _assert_429(over, "bytes_per_day", "http_request_denied")
+    retry = int(over.header("Retry-After") or 0)
+    assert 0 < retry <= 86_400
+    assert abs(retry - (86_400 - time.time() % 86_400)) < 5
+    over.close()
+    other = await raw_request(gw.port, connect_head(f"127.0.0.1:{target.port}", token=OTHER_CLIENT))
+    assert other.status == 200
+    other.close()
