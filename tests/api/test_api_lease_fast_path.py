@@ -1,7 +1,7 @@
 """The lease fast path (proxyfleet.api.fastpath) answers exactly as Litestar does: each
 request is sent with the fast path on and with it off (Litestar alone), and the two
 answers compared (status, headers but Date, body); the requests it is meant to serve do
-not reach Litestar at all."""
+not reach Litestar at all (the others it hands over)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any
 import httpx
 import pytest
 from prometheus_client import REGISTRY
-from tests.api.helpers import CLIENT, Api, error_of, ready_proxy
+from tests.api.helpers import CLIENT, Api, ApiFactory, error_of, ready_proxy
 
 from proxyfleet.api.app import ApiApp
 
@@ -42,7 +42,7 @@ async def both(api: Api, send: Callable[[], Awaitable[httpx.Response]]) -> tuple
 
 
 def litestar_calls(api: Api, monkeypatch: pytest.MonkeyPatch) -> list[str]:
-    """The paths of the requests Litestar serves from now on."""
+    """The paths of the fast path's requests it hands to Litestar from now on."""
     app = _app(api)
     seen: list[str] = []
     serve = app._litestar  # counting what reaches Litestar
@@ -165,6 +165,8 @@ async def test_a_refused_release_is_answered_as_litestar_does(api: Api) -> None:
         ("/v1/leases/nosuch/release", "{}", {}),
         ("/v1/leases/" + "x" * 65 + "/release", '{"epoch": 1}', {}),
         ("/v1/leases/a%2Fb/release", '{"epoch": 1}', {}),
+        ("/v1/leases/nosuch/release?epoch=1", '{"epoch": 1}', {}),
+        ("/v1/leases/nosuch/release/", '{"epoch": 1}', {}),
     ]
     for path, body, headers in cases:
 
@@ -199,3 +201,21 @@ async def test_grants_and_releases_skip_litestar(api: Api, monkeypatch: pytest.M
     assert REGISTRY.get_sample_value("proxyfleet_api_request_seconds_count", labels)
     labels = {"route": "/v1/leases/{lease_id:str}/release", "method": "POST", "status": "200"}
     assert REGISTRY.get_sample_value("proxyfleet_api_request_seconds_count", labels)
+
+
+async def test_without_auth_every_caller_is_the_insecure_admin(
+    start_api: ApiFactory, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    api = await start_api(admin_tokens=(), client_tokens=(), insecure_dev=True)
+    await ready_proxy(api, "fp7")
+    seen = litestar_calls(api, monkeypatch)
+    r = await api.anon.post("/v1/leases?ignored=1", json={})
+    assert r.status_code == 201, r.text
+    lease = r.json()
+    r = await api.anon.get(f"/v1/leases/{lease['lease_id']}")
+    assert r.json()["client"] == "insecure-dev"
+    r = await api.anon.post(
+        f"/v1/leases/{lease['lease_id']}/release", json={"epoch": lease["epoch"]}
+    )
+    assert r.status_code == 200, r.text
+    assert seen == []
