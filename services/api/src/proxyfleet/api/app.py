@@ -78,7 +78,9 @@ def token_auth(settings: ApiSettings) -> TokenAuth:
 
 class ApiApp(Litestar):
     """The Litestar app, with the grant and release requests it is sure of served by the
-    lease fast path (A11 in docs/decisions/api.md); every other request is Litestar's."""
+    lease fast path (A11 in docs/decisions/api.md); every other request is Litestar's.
+    App-level middleware and hooks never see the requests the fast path serves: one added
+    here must be added to the fast path too (it mirrors the request-metrics middleware)."""
 
     fast_path: LeaseFastPath | None = None
 
