@@ -22,6 +22,7 @@ from tests.deploy.kube import (
     pod_spec,
     providers_text,
     render,
+    selects,
 )
 
 from proxyfleet.api.main import SERVICE as API
@@ -115,16 +116,52 @@ def test_the_ports_it_listens_on_are_those_of_the_service_probes_and_scrape(
 ) -> None:
     _, gateway = _settings(GATEWAY, docs, "gateway")
     container = _container(docs, "gateway")
-    assert _ports(container) == {"proxy": gateway.port, "metrics": gateway.metrics_port}
-    # Clients in the cluster use http://gateway.proxyfleet:8899.
+    assert _ports(container) == {
+        "proxy": gateway.port,
+        "socks": gateway.socks_port,
+        "metrics": gateway.metrics_port,
+    }
+    # Clients in the cluster use http://gateway.proxyfleet:8899 or socks5h://...:1080.
     service = named(docs, "Service", "gateway")
     assert service["metadata"]["namespace"] == "proxyfleet"
-    assert service["spec"]["ports"] == [{"name": "proxy", "port": 8899, "targetPort": "proxy"}]
+    assert service["spec"]["ports"] == [
+        {"name": "proxy", "port": 8899, "targetPort": "proxy"},
+        {"name": "socks", "port": 1080, "targetPort": "socks"},
+    ]
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
         assert container[probe]["httpGet"] == {"path": path, "port": "metrics"}
     metrics = named(docs, "Service", "proxyfleet-metrics")
     targets = [p["targetPort"] for p in metrics["spec"]["ports"]]
     assert [t for t in targets if t in _ports(container)] == ["metrics"]  # never `proxy`
+
+
+def test_the_socks5_listener_is_on_beside_the_http_one(docs: list[Doc]) -> None:
+    """--socks-port defaults to 0 (none): the pod turns it on, on the same --host."""
+    _, gateway = _settings(GATEWAY, docs, "gateway")
+    assert gateway.socks_port == 1080
+    assert len({gateway.port, gateway.socks_port, gateway.metrics_port}) == 3
+    # The probes stay on the metrics server: neither listener answers HTTP GETs for them.
+    container = _container(docs, "gateway")
+    probed = {container[p]["httpGet"]["port"] for p in ("livenessProbe", "readinessProbe")}
+    assert probed == {"metrics"}
+
+
+def test_no_network_policy_keeps_clients_from_either_gateway_port(docs: list[Doc]) -> None:
+    """An unlabelled client pod reaches 8899 and 1080: a policy that selects the gateway's
+    pods must admit both (today none does; the proxies' policy admits the gateway)."""
+    gateway = named(docs, "Deployment", "gateway")
+    labels = gateway["spec"]["template"]["metadata"]["labels"]
+    client: Doc = {
+        "metadata": {"namespace": "proxyfleet"},
+        "spec": {"template": {"metadata": {"labels": {"app": "some-client"}}}},
+    }
+    for policy in of_kind(docs, "NetworkPolicy"):
+        if policy["metadata"]["namespace"] != "proxyfleet":
+            continue
+        if not selects(policy["spec"]["podSelector"].get("matchLabels", {}), labels):
+            continue
+        for port in (8899, 1080):
+            assert admits(policy, docs, client, port), (policy["metadata"]["name"], port)
 
 
 def test_the_gateway_takes_the_apis_client_tokens_and_no_admin_token(docs: list[Doc]) -> None:

@@ -23,9 +23,9 @@ TOKEN_MOUNTED = {"provisioner-k8s", "pool-operator"}
 """The services that call the Kubernetes API, hence the only mounted tokens."""
 WRITABLE_ROOT = {"provisioner-local"}
 """Its Squids write outside the state volume (deploy/kubernetes/provisioner-local.yaml)."""
-SERVING_PORTS = {"gateway": ["proxy"]}
-"""Ports beside a pod's health and metrics server: the gateway's proxy endpoint (the API's
-REST routes share that server's port, `http`)."""
+SERVING_PORTS = {"gateway": ["proxy", "socks"]}
+"""Ports beside a pod's health and metrics server: the gateway's proxy endpoint and SOCKS5
+listener (the API's REST routes share that server's port, `http`)."""
 
 
 def _pod_labels(workload: Doc) -> dict[str, str]:

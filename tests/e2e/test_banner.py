@@ -11,7 +11,7 @@ import subprocess
 
 from tests.e2e.journey import Api
 
-from proxyfleet.devstack.banner import banner, copy_paste, write_env_file
+from proxyfleet.devstack.banner import banner, copy_paste, gateway_hint, write_env_file
 from proxyfleet.devstack.stack import Stack
 
 
@@ -39,6 +39,17 @@ def test_the_banners_commands_lease_fetch_and_release(stack: Stack) -> None:
     lease = Api(stack.api_url, stack.admin_token).http.get(f"/v1/leases/{grant['lease_id']}")
     assert lease.status_code == 200, lease.text
     assert lease.json()["state"] == "released"
+
+    # The gateway's lines, HTTP then SOCKS5: a page each through a proxy the gateway leased.
+    hint = gateway_hint(stack, env_file).splitlines()[1:]  # the commands under the heading
+    assert stack.gateway_socks_url in text
+    done = subprocess.run(
+        ["bash", "-c", "set -euo pipefail\n" + "\n".join(hint)],
+        capture_output=True, text=True, timeout=60, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    pages = [json.loads(line) for line in done.stdout.splitlines() if line.startswith('{"ok"')]
+    assert [p["ok"] for p in pages] == [True, True]
 
 
 def test_without_a_lease_the_page_is_not_fetched_directly(stack: Stack) -> None:

@@ -6,12 +6,14 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
+from typing import Any
 
 from litestar import Litestar, Router
 from litestar.datastructures import State
 
 from proxyfleet.api.container import DEPENDENCIES, build_services
 from proxyfleet.api.deps import AppDeps
+from proxyfleet.api.fastpath import LeaseFastPath, route_of
 from proxyfleet.api.feed.controller import FeedController
 from proxyfleet.api.feed.stream import STATE_KEY, EventStreams
 from proxyfleet.api.http.allow import point_options_at_final_routes
@@ -75,6 +77,28 @@ def token_auth(settings: ApiSettings) -> TokenAuth:
     return TokenAuth(settings.admin_tokens, settings.client_tokens, insecure=settings.insecure_dev)
 
 
+class ApiApp(Litestar):
+    """The Litestar app, with the grant and release requests it is sure of served by the
+    lease fast path (A11 in docs/decisions/api.md); every other request is Litestar's.
+    App-level middleware and hooks never see the requests the fast path serves: one added
+    here must be added to the fast path too (it mirrors the request-metrics middleware)."""
+
+    fast_path: LeaseFastPath | None = None
+
+    # Any: the ASGI shapes of Litestar's signature are TypedDicts, the fast path's plain
+    # mappings (it reads a few keys)
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        fast = self.fast_path
+        route = route_of(scope) if fast is not None else None
+        if fast is None or route is None:
+            await super().__call__(scope, receive, send)
+        else:
+            await fast.serve(route, scope, receive, send, self._litestar)
+
+    async def _litestar(self, scope: Any, receive: Any, send: Any) -> None:
+        await super().__call__(scope, receive, send)
+
+
 def create_app(settings: ApiSettings, deps: AppDeps) -> Litestar:
     """Raises ConfigError when the settings cannot serve (e.g. no token, not insecure)."""
     settings.check()
@@ -134,7 +158,7 @@ def create_app(settings: ApiSettings, deps: AppDeps) -> Litestar:
             with contextlib.suppress(Exception, asyncio.CancelledError):  # logged already
                 await running
 
-    app = Litestar(
+    app = ApiApp(
         route_handlers=handlers,
         dependencies=DEPENDENCIES,
         exception_handlers=EXCEPTION_HANDLERS,
@@ -149,4 +173,5 @@ def create_app(settings: ApiSettings, deps: AppDeps) -> Litestar:
     )
     point_options_at_final_routes(app)
     document_retry_after(app)
+    app.fast_path = LeaseFastPath(auth, app.state, MAX_BODY_BYTES)
     return app

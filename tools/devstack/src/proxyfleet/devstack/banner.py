@@ -109,7 +109,7 @@ def banner(
  Proxyfleet is running (local provider, {engine} proxies)
    API        {stack.api_url}        OpenAPI: {stack.api_url}/schema
    dashboard  {stack.api_url}/ui     (sign in with the admin token from {env_file.name})
-   gateway    {stack.gateway_url}
+   gateway    {stack.gateway_url}{_socks_line(stack)}
    NATS       {stack.nats_url}    events: {cli} events (or proxyfleet.events.>)
    Redis      {stack.redis_url}
    target     {stack.target_url}   (local HTTPS test site, CA {stack.ca_file})
@@ -132,10 +132,20 @@ def banner(
 """
 
 
+def _socks_line(stack: Stack) -> str:
+    return f"   SOCKS5 {stack.gateway_socks_url}" if stack.gateway_socks_url else ""
+
+
 def gateway_hint(stack: Stack, env_file: Path) -> str:
     """The gateway's lines: one proxy URL (the password is the client token), a lease per
-    connection; `-session-<id>` in the username keeps one proxy (docs/gateway.md)."""
+    connection; `-session-<id>` in the username keeps one proxy (docs/gateway.md); the
+    same over SOCKS5 when the stack runs that listener."""
     host_port = stack.gateway_url.removeprefix("http://")
-    return f""" Through the gateway (a proxy of its own per connection; -session-<id> sticks):
+    hint = f""" Through the gateway (a proxy of its own per connection; -session-<id> sticks):
    source {shlex.quote(str(env_file))}
    curl -sf -x "http://me:$CLIENT@{host_port}" --cacert "$CA" "$TARGET"; echo"""
+    if stack.gateway_socks_url:
+        socks = stack.gateway_socks_url.removeprefix("socks5h://")
+        hint += f"""
+   curl -sf --socks5-hostname {socks} --proxy-user "me:$CLIENT" --cacert "$CA" "$TARGET"; echo"""
+    return hint

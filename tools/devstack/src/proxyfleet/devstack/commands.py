@@ -26,7 +26,13 @@ def free_or_other(port: int) -> int:
 
 
 def service_commands(
-    o: StackOptions, *, api_port: int, gateway_port: int, target_url: str, ca_file: str
+    o: StackOptions,
+    *,
+    api_port: int,
+    gateway_port: int,
+    target_url: str,
+    ca_file: str,
+    gateway_socks_port: int = 0,
 ) -> dict[str, list[str]]:
     """Every service's command line by name, with `o.extra_services` and `o.extra_args`."""
     # grants skip a proxy after four missed probes (5 s at least: busy hosts probe late)
@@ -83,6 +89,8 @@ def service_commands(
             service_bin("proxyfleet-gateway"),
             "--port",
             str(gateway_port),
+            "--socks-port",
+            str(gateway_socks_port),
             "--cooldown",
             str(o.cooldown),
             "--max-probe-age",

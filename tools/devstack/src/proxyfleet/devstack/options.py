@@ -17,6 +17,8 @@ class StackOptions:
     """API port; a free one is picked when it is taken."""
     gateway_port: int = 8899
     """The gateway's proxy port; a free one is picked when it is taken."""
+    gateway_socks_port: int = 1080
+    """The gateway's SOCKS5 port; a free one is picked when it is taken."""
     nats_url: str = ""
     """Use this NATS instead of starting one."""
     redis_url: str = ""

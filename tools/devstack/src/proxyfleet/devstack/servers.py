@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import random
 import shutil
 import socket
 import subprocess
@@ -13,8 +14,33 @@ from pathlib import Path
 
 from proxyfleet.devstack import tie
 
+_EPHEMERAL = Path("/proc/sys/net/ipv4/ip_local_port_range")
+_LOWEST = 30000
+"""Above the local provider's default port range (20000-29999), whose proxies bind later too."""
+_random = random.SystemRandom()  # not the tests' seeded one: the same ports every test
+
+
+def _ephemeral_start() -> int:
+    try:
+        return int(_EPHEMERAL.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
 
 def free_port(host: str = "127.0.0.1") -> int:
+    """A port nothing listens on, for a server to bind a moment later. Taken just below the
+    kernel's ephemeral range: a port bind(0) picks is one the next outgoing connection's
+    source port may take before the server binds it (a test's "address already in use")."""
+    top = _ephemeral_start()
+    if top - _LOWEST >= 500:  # else an unusual range: the kernel's choice is all there is
+        for _ in range(100):
+            port = _random.randrange(_LOWEST, top)
+            with socket.socket() as s:
+                try:
+                    s.bind((host, port))
+                except OSError:
+                    continue  # taken: another (2,768 ports with Linux's default range)
+                return port
     with socket.socket() as s:
         s.bind((host, 0))
         return int(s.getsockname()[1])

@@ -39,6 +39,8 @@ class Stack:
     api_url: str = ""
     gateway_url: str = ""
     """The gateway's proxy endpoint, `http://127.0.0.1:PORT` (credentials not included)."""
+    gateway_socks_url: str = ""
+    """Its SOCKS5 endpoint, `socks5h://127.0.0.1:PORT` ("" when the stack runs none)."""
     admin_token: str = ""
     client_token: str = ""
     target_url: str = ""
@@ -125,12 +127,15 @@ class Stack:
     def _service_commands(self) -> dict[str, list[str]]:
         api_port = free_or_other(self.opts.api_port)  # taken: another, said in the banner
         gateway_port = free_or_other(self.opts.gateway_port)
+        socks_port = free_or_other(self.opts.gateway_socks_port)
         self.api_url = f"http://127.0.0.1:{api_port}"
         self.gateway_url = f"http://127.0.0.1:{gateway_port}"
+        self.gateway_socks_url = f"socks5h://127.0.0.1:{socks_port}"
         return service_commands(
             self.opts,
             api_port=api_port,
             gateway_port=gateway_port,
+            gateway_socks_port=socks_port,
             target_url=self.target_url,
             ca_file=self.ca_file,
         )

@@ -51,6 +51,14 @@ class TokenAuth:
                 found = principal
         return found
 
+    def bearer_principal(self, authorization: str) -> Principal | None:
+        """The caller an Authorization header identifies, as the guard would (the
+        insecure caller when there is no auth); None when the guard would refuse it."""
+        if self.insecure:
+            return self._insecure
+        token = _bearer_token(authorization)
+        return None if token is None else self.principal_of(token)
+
     def scope_of(self, token: str) -> Scope | None:
         principal = self.principal_of(token)
         return None if principal is None else principal.scope
@@ -64,10 +72,8 @@ class TokenAuth:
         if self.insecure:
             connection.scope["user"] = self._insecure
             return
-        header = connection.headers.get("authorization", "")
-        scheme, _, token = header.partition(" ")
-        token = token.strip()
-        if scheme.lower() != "bearer" or not token:
+        token = _bearer_token(connection.headers.get("authorization", ""))
+        if token is None:
             raise NotAuthorizedException("missing bearer token: send Authorization: Bearer <token>")
         principal = self.principal_of(token)
         if principal is None:
@@ -79,3 +85,10 @@ class TokenAuth:
                 f"this endpoint needs the {needed} scope; the token has the {scope} scope"
             )
         connection.scope["user"] = principal
+
+
+def _bearer_token(authorization: str) -> str | None:
+    """The token of `Bearer <token>`; None for any other header."""
+    scheme, _, token = authorization.partition(" ")
+    token = token.strip()
+    return token if scheme.lower() == "bearer" and token else None

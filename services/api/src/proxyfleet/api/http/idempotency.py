@@ -19,9 +19,14 @@ _KEY = re.compile(r"^[\x21-\x7e]{1,255}$")
 _canonical = msgspec.json.Encoder(order="sorted")
 
 
+def valid_key(key: str) -> bool:
+    """1-255 visible ASCII characters (a UUID fits)."""
+    return _KEY.fullmatch(key) is not None
+
+
 def check_key(key: str) -> str:
-    """The key, or InvalidInput: 1-255 visible ASCII characters (a UUID fits)."""
-    if not _KEY.fullmatch(key):
+    """The key, or InvalidInput when it is not valid_key."""
+    if not valid_key(key):
         raise InvalidInput(
             f"Idempotency-Key: expected 1-{MAX_KEY_CHARS} visible ASCII characters (e.g. a UUID)",
             code="invalid_idempotency_key",

@@ -40,7 +40,7 @@ def request_metrics_middleware(app: ASGIApp) -> ASGIApp:
             await app(scope, receive, send_wrapper)
         finally:
             route = scope.get("path_template") or "unmatched"
-            _observe(route, method, status, time.perf_counter() - start)
+            observe_request(route, method, status, time.perf_counter() - start)
 
     return middleware
 
@@ -48,9 +48,10 @@ def request_metrics_middleware(app: ASGIApp) -> ASGIApp:
 _REQUEST_CHILDREN: dict[tuple[str, str, int], Histogram] = {}
 
 
-def _observe(route: str, method: str, status: int, seconds: float) -> None:
-    """Observe into the labelled child, looked up once per (route, method, status): the
-    set is small (route templates, not paths) and `labels()` costs a lock and a tuple."""
+def observe_request(route: str, method: str, status: int, seconds: float) -> None:
+    """Time one request of `route` (a template) into the labelled child, looked up once
+    per (route, method, status): the set is small (route templates, not paths) and
+    `labels()` costs a lock and a tuple."""
     key = (route, method, status)
     child = _REQUEST_CHILDREN.get(key)
     if child is None:

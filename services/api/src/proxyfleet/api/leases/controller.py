@@ -13,10 +13,10 @@ from proxyfleet.api.http.auth import Principal, Scope
 from proxyfleet.api.http.errors import error_responses
 from proxyfleet.api.http.fields import JSONInput, strict
 from proxyfleet.api.http.idempotency import MAX_KEY_CHARS
+from proxyfleet.api.leases import answers
 from proxyfleet.api.leases.schemas import (
     GrantedLease,
     GrantLease,
-    LeasedProxy,
     LeaseOut,
     LeasePage,
     ReleasedLease,
@@ -27,7 +27,6 @@ from proxyfleet.api.leases.schemas import (
     ReportLease,
 )
 from proxyfleet.api.leases.service import LeaseService
-from proxyfleet.common.store import GrantRequest
 from proxyfleet.common.store.lease_pages import CURSOR_PATTERN as LEASE_CURSOR_PATTERN
 
 LeaseIdParam = Annotated[str, Parameter(max_length=64, description="The lease id.")]
@@ -78,43 +77,8 @@ class LeaseController(Controller):
         leases on different exit networks. A ttl above the
         server's --max-lease-ttl is cut to it: `ttl` and `ttl_capped` say what was granted.
         See `Idempotency-Key` for safe retries."""
-        body = strict(data, GrantLease)
-        ttl, capped = lease_service.granted_ttl(body.ttl)
-        grant = await lease_service.grant(
-            GrantRequest(
-                ttl=ttl,
-                holder=body.holder,
-                target=body.target.lower(),
-                proxy_id=body.proxy_id or "",
-                provider=body.provider or "",
-                zone=body.zone or "",
-                labels=dict(body.labels),
-                client=request.user.name,
-                pool=body.pool or "",
-                distinct=body.distinct,
-            ),
-            idempotency_key=idempotency_key,
-            body=body,
-        )
-        lease, proxy = grant.lease, grant.proxy
-        return GrantedLease(
-            lease_id=lease.id,
-            epoch=lease.epoch,
-            expires_at=lease.expires_at,
-            granted_at=lease.granted_at,
-            ttl=ttl,
-            ttl_capped=capped,
-            holder=lease.holder,
-            target=lease.target,
-            proxy=LeasedProxy(
-                id=proxy.id,
-                host=proxy.host,
-                port=proxy.port,
-                url=proxy.url(with_credentials=True),
-                provider=proxy.provider,
-                zone=proxy.zone,
-                egress_ip=lease.egress_ip,
-            ),
+        return await answers.grant_lease(
+            lease_service, strict(data, GrantLease), request.user, idempotency_key
         )
 
     @get("/{lease_id:str}", responses=error_responses(400, 401, 403, 404, 503))
@@ -206,8 +170,7 @@ class LeaseController(Controller):
         """End the lease; the proxy cools down before its next grant. 404 for another
         client's lease."""
         body = strict(data, ReleaseLease)
-        released = await lease_service.release(lease_id, body.epoch, request.user)
-        return ReleasedLease(lease_id=lease_id, proxy_id=released.proxy_id)
+        return await answers.release_lease(lease_service, lease_id, body.epoch, request.user)
 
     @delete(
         "/{lease_id:str}",
@@ -222,5 +185,4 @@ class LeaseController(Controller):
         epoch: Annotated[int, Parameter(ge=1, le=2**53, description="The lease's epoch.")],
     ) -> ReleasedLease:
         """Same as POST /v1/leases/{lease_id}/release, with the epoch in the query."""
-        released = await lease_service.release(lease_id, epoch, request.user)
-        return ReleasedLease(lease_id=lease_id, proxy_id=released.proxy_id)
+        return await answers.release_lease(lease_service, lease_id, epoch, request.user)
