@@ -5,12 +5,14 @@ the rate limit's Retry-After."""
 from __future__ import annotations
 
 import time
+from functools import partial
 
 from prometheus_client import REGISTRY
-from tests.api.helpers import CLIENT_NAME, OTHER_CLIENT
+from tests.api.helpers import CLIENT_NAME, OTHER_CLIENT, OTHER_CLIENT_NAME
 from tests.conftest import TargetServer
 from tests.gateway.conftest import (
     RawReply,
+    RunningGateway,
     StartGateway,
     connect_head,
     curl,
@@ -26,6 +28,11 @@ from proxyfleet.devstack.servers import free_port
 def _limited(limit: str) -> float:
     labels = {"client": CLIENT_NAME, "limit": limit}
     return REGISTRY.get_sample_value("proxyfleet_gateway_client_limited_total", labels) or 0.0
+
+
+def _gone(gw: RunningGateway, client: str) -> bool:
+    """Whether `client` has no connection left on `gw` (each ends after its release)."""
+    return gw.assembly.quota.connections(client) == 0
 
 
 def _assert_429(reply: RawReply, limit: str, error: str) -> None:
@@ -59,7 +66,8 @@ async def test_a_client_at_its_connection_limit_gets_429_and_another_is_served(
     for o in others:
         o.close()
     first.close()
-    await eventually(lambda: gw.assembly.quota.connections(CLIENT_NAME) == 0)
+    await eventually(partial(_gone, gw, CLIENT_NAME))
+    await eventually(partial(_gone, gw, OTHER_CLIENT_NAME))  # the fleet's 3 proxies free
     again = await raw_request(gw.port, connect_head(authority))
     assert again.status == 200
     again.close()
@@ -89,6 +97,8 @@ async def test_the_limit_holds_across_two_replicas(
         other = await raw_request(gw.port, connect_head(authority, token=OTHER_CLIENT))
         assert other.status == 200  # another client is unaffected
         other.close()
+        # its lease released (the fleet's third proxy free again) before it counts as gone
+        await eventually(partial(_gone, gw, OTHER_CLIENT_NAME))
     on_a.close()  # a connection ends on A: B may take one more once it knows
     await eventually(lambda: b.assembly.quota.connections(CLIENT_NAME) == 1)
     more = await raw_request(b.port, connect_head(authority))
