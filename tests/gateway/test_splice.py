@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
+from proxyfleet.gateway.framing import Length
 from proxyfleet.gateway.relaying import relayed
 from proxyfleet.gateway.splice import HeadTooLarge, Side
 
@@ -165,5 +166,28 @@ async def test_read_head_drops_empty_lines_before_a_head() -> None:
         head = await asyncio.wait_for(side.read_head(), 5)
         assert head == b"GET http://a/ HTTP/1.1\r\nHost: a\r\n\r\n"
         writer.close()
+    finally:
+        server.close()
+
+
+async def test_a_body_kept_whole_over_the_head_limit_leaves_the_close_seen() -> None:
+    """Over the limit, `_keep` pauses reading; once a body took what was kept, reading
+    resumes, so the client's close is seen while the next head is awaited."""
+    loop = asyncio.get_running_loop()
+    made: asyncio.Future[Side] = loop.create_future()
+    server = await loop.create_server(
+        lambda: Side(on_made=made.set_result, limit=64), "127.0.0.1", 0
+    )
+    try:
+        _, writer = await asyncio.open_connection("127.0.0.1", server.sockets[0].getsockname()[1])
+        writer.write(b"POST http://a/ HTTP/1.1\r\nContent-Length: 200\r\n\r\n" + b"b" * 200)
+        side = await asyncio.wait_for(made, 5)
+        await asyncio.wait_for(side.read_head(), 5)
+        side.meter_to(Side(), Length(200))  # a sink not connected: what it gets is dropped
+        assert not side.metering
+        writer.close()
+        await asyncio.wait_for(side.wait_data(), 5)
+        assert side.eof
+        assert not side.kept
     finally:
         server.close()

@@ -42,10 +42,8 @@ class Side(asyncio.Protocol):
         limit: int = 65_536,
     ) -> None:
         self.transport: asyncio.Transport | None = None
-        self.eof = False
-        """The peer finished sending (it may still read)."""
-        self.lost = False
-        """The connection is gone."""
+        self.eof = False  # the peer finished sending (it may still read)
+        self.lost = False  # the connection is gone
         self.broken = ""
         """Why a metered body could not be relayed (its framing, or the connection ended
         inside it); "" while none failed."""
@@ -208,6 +206,8 @@ class Side(asyncio.Protocol):
             if self._received is not None:
                 self._received.inc(taken)
         if body.done:
+            if self._over_limit:  # `_keep` paused reading: paused, no EOF (a close) is seen
+                self._read_again()
             return
         if self.eof or self.lost:  # nothing more will come
             self.broken = "" if body.at_eof() else "the connection ended inside a body"
@@ -287,6 +287,7 @@ class Side(asyncio.Protocol):
         if t is None or self.eof or self.lost or t.is_closing():
             return
         if len(self._buffer) <= self._limit:
+            self._over_limit = False
             t.resume_reading()
 
     def _wake(self) -> None:
