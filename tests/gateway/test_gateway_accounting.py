@@ -5,15 +5,14 @@ of the day, and in the per-client counter."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 
 from prometheus_client import REGISTRY
 from tests.api.helpers import CLIENT_NAME, Recorder
 from tests.conftest import TargetServer
 from tests.gateway.conftest import StartGateway, curl, eventually
+from tests.gateway.reading_origin import reading_origin
 
 from proxyfleet.common.store import LeaseStore
 from proxyfleet.common.store.client_usage import ClientUsageStore
@@ -21,27 +20,6 @@ from proxyfleet.gateway.quota import utc_day
 
 UP, DOWN = 70_001, 250_003
 """An upload and a download of sizes no head is near."""
-
-
-@contextlib.asynccontextmanager
-async def sizing_server() -> AsyncIterator[int]:
-    """A plain-HTTP origin: reads the request's Content-Length body, answers DOWN bytes."""
-
-    async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        with contextlib.suppress(asyncio.IncompleteReadError, ConnectionError):
-            head = await reader.readuntil(b"\r\n\r\n")
-            length = int(head.lower().split(b"content-length: ", 1)[1].split(b"\r\n", 1)[0])
-            await reader.readexactly(length)
-            writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % DOWN)
-            writer.write(b"d" * DOWN)
-            await writer.drain()
-        writer.close()
-
-    server = await asyncio.start_server(serve, "127.0.0.1", 0)
-    try:
-        yield server.sockets[0].getsockname()[1]
-    finally:
-        server.close()
 
 
 def _client_bytes(direction: str) -> float:
@@ -61,7 +39,7 @@ async def test_a_plain_request_s_bytes_are_on_its_lease_and_the_client_s_day(
     upload = tmp_path / "upload"
     upload.write_bytes(b"u" * UP)
     before = _client_bytes("up"), _client_bytes("down")
-    async with sizing_server() as port:
+    async with reading_origin(DOWN) as port:
         got = await curl(
             gw.url(), f"http://127.0.0.1:{port}/", "--data-binary", f"@{upload}", "-H", "Expect:"
         )
