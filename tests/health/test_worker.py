@@ -317,9 +317,12 @@ async def test_two_workers_share_the_fleet_and_never_probe_a_proxy_twice_per_int
         seen.sort()
         gaps = [b - a for a, b in itertools.pairwise(seen)]
         # `time` is when the probe started, a little after its claim (more on a busy
-        # machine); a proxy claimed by both workers would show a gap near zero.
-        assert min(gaps) >= interval / 2, (proxy_id, gaps)
+        # machine); a proxy claimed by both workers would show a gap near zero. The first
+        # gap is left out: claims are spaced, starts are not, and a first probe may start
+        # as late as the workers' start-up makes it, close to the next claim at its due
+        # time + interval (seen once in CI: a first gap of 46 ms, the later ones 0.41-0.45 s).
         assert 3 <= len(seen) <= most, (proxy_id, seen)
+        assert min(gaps[1:]) >= interval / 2, (proxy_id, gaps)
     assert first.probes_done + second.probes_done == len(probe_results.items)
     for proxy in proxies:
         assert await _phase(registry, proxy.id) is Phase.READY
