@@ -15,8 +15,8 @@ from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.common.store import AddedEntry, ProviderEntries
 
 PASSWORD = "Pa55-w0rd-of-the-entry"
-URL = f"socks5://alice:{PASSWORD}@10.9.8.7:1080"
-MASKED = "socks5://alice:***@10.9.8.7:1080"
+URL = f"socks5://alice:{PASSWORD}@127.9.8.7:1080"
+MASKED = "socks5://alice:***@127.9.8.7:1080"
 ENTRIES = f"/v1/providers/{LISTED}/proxies"
 
 
@@ -72,10 +72,10 @@ async def test_an_added_entry_is_stored_and_answered_masked(
 async def test_line_is_the_other_name_of_url_and_zone_defaults(
     api: Api, stored: ProviderEntries
 ) -> None:
-    r = await api.admin.post(ENTRIES, json={"line": "http://10.0.0.1:3128"})
+    r = await api.admin.post(ENTRIES, json={"line": "http://127.0.0.1:3128"})
     assert r.status_code == 201, r.text
     assert (r.json()["url"], r.json()["zone"], r.json()["labels"], r.json()["name"]) == (
-        "http://10.0.0.1:3128",
+        "http://127.0.0.1:3128",
         "",
         {},
         "",
@@ -110,9 +110,9 @@ async def test_the_same_entry_again_is_200_and_another_with_its_id_is_409(
 @pytest.mark.parametrize(
     ("body", "where"),
     [
-        ({"url": f"ftp://bob:{PASSWORD}@10.0.0.1:21"}, "field url: unknown scheme 'ftp'"),
-        ({"line": f"http://bob:{PASSWORD}@10.0.0.1:70000"}, "field line: port out of range"),
-        ({"url": f"http://bob:{PASSWORD}@10.0.0.1"}, "field url: expected scheme://"),
+        ({"url": f"ftp://bob:{PASSWORD}@127.0.0.1:21"}, "field url: unknown scheme 'ftp'"),
+        ({"line": f"http://bob:{PASSWORD}@127.0.0.1:70000"}, "field line: port out of range"),
+        ({"url": f"http://bob:{PASSWORD}@127.0.0.1"}, "field url: expected scheme://"),
     ],
 )
 async def test_a_bad_line_is_a_400_naming_the_problem_not_the_password(
@@ -186,7 +186,7 @@ async def test_what_is_not_there_or_takes_no_entries(
 async def test_the_listing_is_masked_and_by_id_and_delete_removes(
     api: Api, stored: ProviderEntries
 ) -> None:
-    lines = [URL, f"https://bob:{PASSWORD}@[2001:db8::1]:8443", "http://10.0.0.2:3128"]
+    lines = [URL, f"https://bob:{PASSWORD}@[2001:db8::1]:8443", "http://127.0.0.2:3128"]
     ids = [(await api.admin.post(ENTRIES, json={"url": line})).json()["id"] for line in lines]
     r = await api.admin.get(ENTRIES)
     assert r.status_code == 200
@@ -195,7 +195,7 @@ async def test_the_listing_is_masked_and_by_id_and_delete_removes(
     assert {i["url"] for i in items} == {
         MASKED,
         "https://bob:***@[2001:db8::1]:8443",
-        "http://10.0.0.2:3128",
+        "http://127.0.0.2:3128",
     }
     _no_password(r.text)
 

@@ -67,22 +67,22 @@ def test_lines_of_reads_stdin_for_a_dash() -> None:
 
 
 async def test_add_list_and_remove_entries(api: Api, tmp_path: Path) -> None:
-    stdin = f"# my list\nsocks5://bob:{PASSWORD}@10.0.0.5:1080\nftp://bob:{PASSWORD}@h:21\n"
+    stdin = f"# my list\nsocks5://bob:{PASSWORD}@127.0.0.5:1080\nftp://bob:{PASSWORD}@h:21\n"
     added = await _run(
-        api, tmp_path, "entries", "add", LISTED, "http://10.0.0.6:3128", "-",
+        api, tmp_path, "entries", "add", LISTED, "http://127.0.0.6:3128", "-",
         "--zone", "l2", "-l", "tier=a", "-o", "json", stdin=stdin,
     )  # fmt: skip
     assert added.code != 0
     assert "entry 3: " in added.err
     rows = json.loads(added.out)
     assert [(r["url"], r["zone"], r["labels"]) for r in rows] == [
-        ("http://10.0.0.6:3128", "l2", {"tier": "a"}),
-        ("socks5://bob:***@10.0.0.5:1080", "l2", {"tier": "a"}),
+        ("http://127.0.0.6:3128", "l2", {"tier": "a"}),
+        ("socks5://bob:***@127.0.0.5:1080", "l2", {"tier": "a"}),
     ]
 
     listed = await _run(api, tmp_path, "entries", "ls", LISTED)
     assert listed.code == 0, listed.err
-    assert "socks5://bob:***@10.0.0.5:1080" in listed.out
+    assert "socks5://bob:***@127.0.0.5:1080" in listed.out
     assert rows[0]["id"] in listed.out
 
     gone = await _run(api, tmp_path, "entries", "rm", LISTED, rows[1]["id"], "s0000")

@@ -52,7 +52,7 @@ def test_a_message_holding_the_password_is_replaced_whole() -> None:
 def test_log_redaction_covers_lines_and_odd_urls(capsys: pytest.CaptureFixture[str]) -> None:
     configure_logging("test", "debug", "json")
     get_logger("t").info(
-        "entry", line=f"10.0.0.1:3128:bob:{PASSWORD}", url=f"http://bob:{PASSWORD}@h:1"
+        "entry", line=f"127.0.0.1:3128:bob:{PASSWORD}", url=f"http://bob:{PASSWORD}@h:1"
     )
     get_logger("t").info("rejected", line=3)  # a line number stays readable
     entry, rejected = (json.loads(x) for x in capsys.readouterr().out.strip().splitlines()[-2:])
@@ -73,13 +73,13 @@ async def test_no_log_line_or_event_of_a_run_holds_an_entry_password(
 ) -> None:
     configure_logging("api", "debug", "json")
     api = await start_api(providers=listed)
-    url = f"socks5://carol:{PASSWORD}@10.1.2.3:1080"
+    url = f"socks5://carol:{PASSWORD}@127.1.2.3:1080"
     added = await api.admin.post(ENTRIES, json={"url": url})
     assert added.status_code == 201
     bodies: list[dict[str, Any]] = [
         {"url": url},
         {"url": url, "name": "other"},
-        {"line": f"10.1.2.3:99999:carol:{PASSWORD}"},
+        {"line": f"127.1.2.3:99999:carol:{PASSWORD}"},
         {"url": f"http://carol:{PASSWORD}@{LEAKY_HOST}:80"},
         {"url": f"ftp://carol:{PASSWORD}@h:21", "colour": "red"},
     ]

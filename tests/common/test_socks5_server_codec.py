@@ -64,7 +64,7 @@ def test_auth_status() -> None:
     ("host", "expected", "is_name"),
     [
         ("example.com", "example.com", True),
-        ("10.1.2.3", "10.1.2.3", False),
+        ("127.1.2.3", "127.1.2.3", False),
         ("::1", "[::1]", False),
         ("xn--bcher-kva.example", "xn--bcher-kva.example", True),
     ],

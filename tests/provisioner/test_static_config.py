@@ -23,8 +23,8 @@ providers:
     max_proxies: 100
     static:
       proxies:
-        - url: http://u:p@10.0.0.1:3128
-        - {{url: "socks5h://10.0.0.2:1080", zone: us, labels: {{tier: a}}, name: two}}
+        - url: http://u:p@127.0.0.1:3128
+        - {{url: "socks5h://127.0.0.2:1080", zone: us, labels: {{tier: a}}, name: two}}
       sources:
         - {{file: /etc/proxies.txt, refresh: 60, scheme: socks5}}
         - {{url: "https://lists.example/p.txt", name: bought, zone: us}}
@@ -44,7 +44,7 @@ def parse(text: str = CONFIG) -> StaticProviderConfig:
 
 def test_a_static_entry_parses_with_every_source() -> None:
     s = parse().static
-    assert [p.url for p in s.proxies][1] == "socks5h://10.0.0.2:1080"
+    assert [p.url for p in s.proxies][1] == "socks5h://127.0.0.2:1080"
     assert (s.proxies[1].zone, s.proxies[1].labels, s.proxies[0].zone) == (
         "us",
         {"tier": "a"},
@@ -71,18 +71,18 @@ def test_the_defaults_allow_a_provider_fed_by_the_api_alone() -> None:
     ("old", "new", "message"),
     [
         (
-            "url: http://u:p@10.0.0.1:3128",
-            "url: ftp://u:p@10.0.0.1:3128",
+            "url: http://u:p@127.0.0.1:3128",
+            "url: ftp://u:p@127.0.0.1:3128",
             "providers[0].static.proxies[0].url: unknown scheme 'ftp'",
         ),
         (
-            "url: http://u:p@10.0.0.1:3128",
-            "url: http://u:p@10.0.0.1:65536",
+            "url: http://u:p@127.0.0.1:3128",
+            "url: http://u:p@127.0.0.1:65536",
             "providers[0].static.proxies[0].url: port out of range",
         ),
         (
-            '"socks5h://10.0.0.2:1080"',
-            '"http://u:other@10.0.0.1:3128"',
+            '"socks5h://127.0.0.2:1080"',
+            '"http://u:other@127.0.0.1:3128"',
             "providers[0].static.proxies[1].url: duplicate of proxies[0]",
         ),
         ("zone: us, labels", "zone: asia, labels", "static.proxies[1].zone: 'asia' is not one"),
@@ -133,11 +133,11 @@ def test_parse_entry_is_registered_and_gives_a_stable_id_and_a_masked_url() -> N
     entry = parse()
     kind = provider_types()["static"]
     assert kind.parse_entry is parse_entry
-    got = parse_entry(entry, "socks5://u:hunter2@10.1.1.1:1080")
-    again = parse_entry(entry, "socks5://u:changed@10.1.1.1:1080")
+    got = parse_entry(entry, "socks5://u:hunter2@127.1.1.1:1080")
+    again = parse_entry(entry, "socks5://u:changed@127.1.1.1:1080")
     assert got.id == again.id
-    assert got.masked == "socks5://u:***@10.1.1.1:1080"
-    assert parse_entry(entry, "10.1.1.1:1080:u:x").id != got.id  # http, not socks5
+    assert got.masked == "socks5://u:***@127.1.1.1:1080"
+    assert parse_entry(entry, "127.1.1.1:1080:u:x").id != got.id  # http, not socks5
 
 
 @pytest.mark.parametrize(
@@ -157,7 +157,7 @@ def test_parse_entry_refuses_a_bad_line_without_its_password(line: str, message:
 
 
 def test_a_bad_inline_proxy_is_refused_with_its_line_in_the_file() -> None:
-    text = CONFIG.replace('"socks5h://10.0.0.2:1080"', '"socks5h://10.0.0.2:0"')
+    text = CONFIG.replace('"socks5h://127.0.0.2:1080"', '"socks5h://127.0.0.2:0"')
     line = 1 + text.splitlines().index(next(x for x in text.splitlines() if ":0" in x))
     with pytest.raises(ConfigError) as err:
         parse(text)

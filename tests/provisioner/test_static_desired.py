@@ -56,7 +56,7 @@ def test_a_files_entries_take_its_zone_labels_and_scheme_and_are_guarded() -> No
 
 
 def test_the_apis_entries_are_read_again_and_a_bad_one_named_by_its_id() -> None:
-    good = "socks5://u:pw@10.0.0.1:1080"
+    good = "socks5://u:pw@127.0.0.1:1080"
     line = parse_line(good)
     assert line is not None
     added = [

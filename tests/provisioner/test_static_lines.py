@@ -22,7 +22,7 @@ SECRET = "s3cr3t-Pa55"
 @pytest.mark.parametrize(
     ("text", "expected"),
     [
-        ("http://u:p@10.0.0.1:3128", ProxyLine(Scheme.HTTP, "10.0.0.1", 3128, "u", "p")),
+        ("http://u:p@127.0.0.1:3128", ProxyLine(Scheme.HTTP, "127.0.0.1", 3128, "u", "p")),
         ("https://proxy.example.com:443", ProxyLine(Scheme.HTTPS, "proxy.example.com", 443)),
         (
             "SOCKS5://a:b@Host.Example:1080",
@@ -31,10 +31,10 @@ SECRET = "s3cr3t-Pa55"
         ("socks5h://h:1", ProxyLine(Scheme.SOCKS5H, "h", 1)),
         ("http://[::1]:8080", ProxyLine(Scheme.HTTP, "::1", 8080)),
         ("http://u%40x:p%3Aq@h:80/", ProxyLine(Scheme.HTTP, "h", 80, "u@x", "p:q")),
-        ("10.0.0.2:8080", ProxyLine(Scheme.HTTP, "10.0.0.2", 8080)),
-        ("10.0.0.2:8080:user:pa:ss", ProxyLine(Scheme.HTTP, "10.0.0.2", 8080, "user", "pa:ss")),
-        ("user:p@ss@10.0.0.3:3128", ProxyLine(Scheme.HTTP, "10.0.0.3", 3128, "user", "p@ss")),
-        ("10.0.0.4:80:user:p@ss:x", ProxyLine(Scheme.HTTP, "10.0.0.4", 80, "user", "p@ss:x")),
+        ("127.0.0.2:8080", ProxyLine(Scheme.HTTP, "127.0.0.2", 8080)),
+        ("127.0.0.2:8080:user:pa:ss", ProxyLine(Scheme.HTTP, "127.0.0.2", 8080, "user", "pa:ss")),
+        ("user:p@ss@127.0.0.3:3128", ProxyLine(Scheme.HTTP, "127.0.0.3", 3128, "user", "p@ss")),
+        ("127.0.0.4:80:user:p@ss:x", ProxyLine(Scheme.HTTP, "127.0.0.4", 80, "user", "p@ss:x")),
         ("  h:1  ", ProxyLine(Scheme.HTTP, "h", 1)),
     ],
 )

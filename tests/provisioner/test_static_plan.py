@@ -19,7 +19,7 @@ P = "st"
 
 
 def want(n: int, source: str = "f", password: str = "pw", zone: str = "z") -> Desired:  # noqa: S107
-    line = ProxyLine(Scheme.HTTP, f"10.0.0.{n}", 3128, "u", password)
+    line = ProxyLine(Scheme.HTTP, f"127.0.0.{n}", 3128, "u", password)
     return Desired(entry_id(P, line), source, line, zone)
 
 

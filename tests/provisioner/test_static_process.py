@@ -48,7 +48,7 @@ async def ready(port: int) -> bool:
 async def test_the_process_registers_reloads_on_sighup_and_stops(
     tmp_path: Path, nats_url: str, redis_url: str, provider_name: str, registry: ProxyRegistry
 ) -> None:
-    lines = ["10.6.0.1:3128:u:proc-pw-1", "socks5://u:proc-pw-2@10.6.0.2:1080"]
+    lines = ["127.6.0.1:3128:u:proc-pw-1", "socks5://u:proc-pw-2@127.6.0.2:1080"]
     listing = tmp_path / "proxies.txt"
     listing.write_text(lines[0] + "\n")
     config = tmp_path / "providers.yaml"
@@ -80,8 +80,8 @@ def test_a_bad_inline_proxy_stops_the_start_with_exit_2(tmp_path: Path) -> None:
     config = tmp_path / "providers.yaml"
     config.write_text(
         "providers:\n  - name: mine\n    type: static\n    zones: [z1]\n    static:\n"
-        "      proxies:\n        - url: http://10.6.0.1:3128\n"
-        "        - url: socks5://u:start-pw@10.6.0.2:99999\n"
+        "      proxies:\n        - url: http://127.6.0.1:3128\n"
+        "        - url: socks5://u:start-pw@127.6.0.2:99999\n"
     )
     done = subprocess.run(
         [SCRIPT, "--provider", "mine", "--providers-config", str(config)],

@@ -78,10 +78,10 @@ async def test_a_url_source_keeps_its_last_load_when_it_fails_or_empties(
     provider_name: str,
 ) -> None:
     url, answer, server = list_server
-    answer.body = "".join(f"10.9.0.{i}:3128:u:pw{i}\n" for i in range(1, 5))
+    answer.body = "".join(f"127.9.0.{i}:3128:u:pw{i}\n" for i in range(1, 5))
     entry = static_entry(provider_name, f"sources: [{{url: '{url}', refresh: 3600}}]")
     syncer = await start_static(entry)
-    ids = [line_id(provider_name, f"10.9.0.{i}:3128:u:x") for i in range(1, 5)]
+    ids = [line_id(provider_name, f"127.9.0.{i}:3128:u:x") for i in range(1, 5)]
     for proxy_id in ids:
         await wait_for_phase(registry, proxy_id, Phase.BOOTING)
 
@@ -107,7 +107,7 @@ async def test_a_url_source_keeps_its_last_load_when_it_fails_or_empties(
     await reload_fails("answered HTML")
     answer.body = "# nothing today\n"
     await reload_fails("held by the empty guard: it would remove 4 of its 4 proxies")
-    answer.body = "10.9.0.1:3128:u:pw1\n"
+    answer.body = "127.9.0.1:3128:u:pw1\n"
     await reload_fails("held by the empty guard: it would remove 3 of its 4 proxies")
     answer.status = 503
     await reload_fails("answered HTTP 503")
@@ -118,9 +118,9 @@ async def test_a_url_source_keeps_its_last_load_when_it_fails_or_empties(
 
 INLINE_AND_VENDOR = """
 proxies:
-  - {url: "socks5://in:inline-pw@10.8.0.1:1080", labels: {tier: a}, name: first}
+  - {url: "socks5://in:inline-pw@127.8.0.1:1080", labels: {tier: a}, name: first}
 vendor:
-  endpoint: socks5h://10.8.0.9:7000
+  endpoint: socks5h://127.8.0.9:7000
   username: customer-acme-country-{country}-session-{session}
   password: vendor-Pw-9
   sessions: 2
@@ -136,9 +136,9 @@ async def test_inline_vendor_and_added_entries_are_registered(
 ) -> None:
     entry = static_entry(provider_name, INLINE_AND_VENDOR)
     entries = ProviderEntries(redis_client)
-    added = parse_entry(entry, "https://api:added-pw@10.8.0.2:8443")
+    added = parse_entry(entry, "https://api:added-pw@127.8.0.2:8443")
     await entries.add(
-        provider_name, added.id, AddedEntry(line="https://api:added-pw@10.8.0.2:8443")
+        provider_name, added.id, AddedEntry(line="https://api:added-pw@127.8.0.2:8443")
     )
     await start_static(entry)
 
@@ -167,7 +167,7 @@ async def test_inline_vendor_and_added_entries_are_registered(
         assert p.username.startswith("customer-acme-country-de-session-")
         assert (p.scheme, p.host, p.port, p.password) == (
             Scheme.SOCKS5H,
-            "10.8.0.9",
+            "127.8.0.9",
             7000,
             "vendor-Pw-9",
         )
@@ -183,7 +183,7 @@ async def test_inline_vendor_and_added_entries_are_registered(
     assert (made.password, made.scheme, made.host, made.external) == (
         "vendor-Pw-9",
         Scheme.SOCKS5H,
-        "10.8.0.9",
+        "127.8.0.9",
         False,
     )
 
@@ -201,7 +201,7 @@ async def test_a_file_missing_at_start_is_a_failed_load_until_it_appears(
 ) -> None:
     path = tmp_path / "later.txt"
     big = tmp_path / "big.txt"
-    big.write_text("10.7.0.1:1\n" * 400_000)  # past --source-max-bytes (4 MB)
+    big.write_text("127.7.0.1:1\n" * 400_000)  # past --source-max-bytes (4 MB)
     sources = f"[{{file: '{path}', refresh: 3600}}, {{file: '{big}', name: big}}]"
     syncer = await start_static(static_entry(provider_name, f"sources: {sources}"))
 
@@ -215,6 +215,6 @@ async def test_a_file_missing_at_start_is_a_failed_load_until_it_appears(
     assert failed()["sources[0]"].startswith("cannot read the file")
     assert failed()["big"] == "larger than 4000000 bytes"
     assert await _ours(registry, provider_name) == []
-    path.write_text("10.7.0.2:3128\n")
+    path.write_text("127.7.0.2:3128\n")
     syncer.hup()
-    await wait_for_phase(registry, line_id(provider_name, "10.7.0.2:3128"), Phase.BOOTING)
+    await wait_for_phase(registry, line_id(provider_name, "127.7.0.2:3128"), Phase.BOOTING)
