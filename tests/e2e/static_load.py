@@ -10,6 +10,7 @@ import socket
 import ssl
 import threading
 import time
+from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 import httpx
@@ -42,7 +43,7 @@ class Tunnel:
 
 
 @dataclass
-class Load:
+class Load(ABC):
     """A loop in a thread of its own from `start` until `finish` (or MAX_CYCLES)."""
 
     stack: Stack
@@ -65,8 +66,9 @@ class Load:
         except Exception as exc:  # reported by the journey, not lost in a thread
             self.errors.append(repr(exc))
 
+    @abstractmethod
     def cycle(self) -> None:
-        raise NotImplementedError
+        """One round of the load (a grant and release, a tunnel)."""
 
     def finish(self) -> None:
         self.stop.set()
