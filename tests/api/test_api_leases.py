@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from typing import Any
 
 import redis.asyncio as aioredis
 from tests.api.helpers import (
@@ -304,6 +303,6 @@ async def test_grant_stands_when_nats_is_away(api: Api, redis_client: aioredis.R
     await api.services.backends.nats.close()
     lease = await grant(api, ttl=30)
     assert lease["proxy"]["id"] == "pq1"  # type: ignore[index]
-    entries: Any = await redis_client.xrange(outbox.key)
-    granted = [f for _, f in entries if f["s"] == "proxyfleet.events.lease.granted"]
-    assert [event_decoder.decode(f["d"]).lease_id for f in granted] == [lease["lease_id"]]
+    entries = await outbox.peek()
+    granted = [e for e in entries if e.subject == "proxyfleet.events.lease.granted"]
+    assert [event_decoder.decode(e.body).lease_id for e in granted] == [lease["lease_id"]]

@@ -8,7 +8,6 @@ import asyncio
 import time
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
-from typing import cast
 
 import httpx
 import pytest
@@ -112,7 +111,7 @@ async def test_nats_outage_costs_nothing_and_the_outbox_drains_in_order(
     assert all(200 <= s < 300 for s in statuses), statuses
     assert slowest < PROMPT, f"a request took {slowest:.2f} s while NATS was down"
 
-    pending = cast(list[tuple[str, dict[str, str]]], await redis_client.xrange(outbox.key))
+    pending = await outbox.peek()
     # 5 creates (event + intent), 6 grants, 6 releases, 1 delete (event + intent)
     assert len(pending) == 5 * 2 + 6 + 6 + 2
     ready = await api.anon.get("/readyz")
@@ -130,9 +129,11 @@ async def test_nats_outage_costs_nothing_and_the_outbox_drains_in_order(
     await _until(drained, 20, "the outbox to drain after the outage")
 
     expected: dict[str, list[str]] = {subjects.EVENT_STREAM: [], subjects.INTENT_STREAM: []}
-    for _, fields in pending:
-        is_intent = fields["s"].startswith(subjects.INTENT_PREFIX)
-        expected[subjects.INTENT_STREAM if is_intent else subjects.EVENT_STREAM].append(fields["i"])
+    for entry in pending:
+        is_intent = entry.subject.startswith(subjects.INTENT_PREFIX)
+        expected[subjects.INTENT_STREAM if is_intent else subjects.EVENT_STREAM].append(
+            entry.msg_id
+        )
     watcher = await connect_nats(own_nats.url, "outage-test")
     try:
         for stream, ids in expected.items():

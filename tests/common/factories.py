@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import redis.asyncio as aioredis
 
 from proxyfleet.common.core.clock import ManualClock
 from proxyfleet.common.messaging.jetstream import event_decoder
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.store.outbox import Outbox
 from proxyfleet.common.wire.events import Event
 from proxyfleet.common.wire.models import Phase, Proxy
 
@@ -38,7 +37,7 @@ async def make_ready(registry: ProxyRegistry, proxy: Proxy) -> None:
 
 async def outbox_events(redis_client: aioredis.Redis) -> list[Event]:
     """The events waiting in the outbox, oldest first."""
-    rows: Any = await redis_client.xrange("pf:outbox")
+    entries = await Outbox(redis_client).peek()
     return [
-        event_decoder.decode(f["d"]) for _, f in rows if f["s"].startswith("proxyfleet.events.")
+        event_decoder.decode(e.body) for e in entries if e.subject.startswith("proxyfleet.events.")
     ]

@@ -4,8 +4,6 @@ revokes its lease, and the lease's calls say why. Real Redis, the injected clock
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 import redis.asyncio as aioredis
 from tests.common.factories import make_proxy, make_ready
@@ -15,6 +13,7 @@ from proxyfleet.common.core.errors import Conflict, Unavailable
 from proxyfleet.common.messaging.jetstream import event_decoder
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
 from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.store.outbox import Outbox
 from proxyfleet.common.wire.events import Event, EventType
 from proxyfleet.common.wire.models import LeaseOutcome, Phase
 
@@ -27,8 +26,10 @@ def fresh_leases(redis_client: aioredis.Redis, clock: ManualClock) -> LeaseStore
 
 
 async def _events(redis_client: aioredis.Redis, kind: EventType) -> list[Event]:
-    rows: Any = await redis_client.xrange("pf:outbox")
-    events = [event_decoder.decode(f["d"]) for _, f in rows if f["s"].startswith("proxyfleet.ev")]
+    entries = await Outbox(redis_client).peek()
+    events = [
+        event_decoder.decode(e.body) for e in entries if e.subject.startswith("proxyfleet.ev")
+    ]
     return [e for e in events if e.type is kind]
 
 

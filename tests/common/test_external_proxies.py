@@ -3,8 +3,6 @@ its scheme, a move to failed queues no delete, and only it comes back from faile
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 import redis.asyncio as aioredis
 from tests.common.factories import make_proxy, make_ready
@@ -12,12 +10,14 @@ from tests.common.factories import make_proxy, make_ready
 from proxyfleet.common.core.clock import ManualClock
 from proxyfleet.common.core.errors import Conflict
 from proxyfleet.common.store import ProxyRegistry
+from proxyfleet.common.store.outbox import Outbox
 from proxyfleet.common.wire.models import Phase, Scheme
 
 
 async def _delete_intents(redis_client: aioredis.Redis) -> list[str]:
-    rows: Any = await redis_client.xrange("pf:outbox")
-    return [fields["d"] for _, fields in rows if fields["s"].endswith(".delete")]
+    return [
+        e.body.decode() for e in await Outbox(redis_client).peek() if e.subject.endswith(".delete")
+    ]
 
 
 async def test_a_failed_external_proxy_is_kept_and_may_serve_again(
@@ -49,8 +49,7 @@ async def test_a_failed_managed_proxy_is_deleted_and_never_serves_again(
 
 
 async def _create_intent_ids(redis_client: aioredis.Redis) -> list[str]:
-    rows: Any = await redis_client.xrange("pf:outbox")
-    return [fields["i"] for _, fields in rows if fields["s"].endswith(".create")]
+    return [e.msg_id for e in await Outbox(redis_client).peek() if e.subject.endswith(".create")]
 
 
 async def _forget(registry: ProxyRegistry, proxy_id: str) -> None:

@@ -3,8 +3,6 @@ real Redis."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 import pytest
 import redis.asyncio as aioredis
@@ -23,12 +21,12 @@ from proxyfleet.common.store import (
     PoolStore,
     ProxyRegistry,
 )
+from proxyfleet.common.store.outbox import Outbox, OutboxEntry
 from proxyfleet.common.wire.models import CreateIntent, ManagedResource, Phase
 
 
-async def _outbox(redis_client: aioredis.Redis) -> list[dict[str, Any]]:
-    rows: Any = await redis_client.xrange("pf:outbox")
-    return [fields for _, fields in rows]
+async def _outbox(redis_client: aioredis.Redis) -> list[OutboxEntry]:
+    return await Outbox(redis_client).peek()
 
 
 def _resource(pid: str, clock: ManualClock, *, host: str = "127.0.0.1") -> ManagedResource:
@@ -103,14 +101,14 @@ async def test_adopt_with_an_address_boots_and_is_probed(
     assert await redis_client.zscore("pf:probe", "p1") == clock.now()
     assert (await registry.count_by_phase("local"))[Phase.BOOTING] == 1
     [entry] = await _outbox(redis_client)
-    event = event_decoder.decode(entry["d"])
-    assert (entry["s"], event.type, event.proxy_id, event.provider) == (
+    event = event_decoder.decode(entry.body)
+    assert (entry.subject, event.type, event.proxy_id, event.provider) == (
         "proxyfleet.events.proxy.adopted",
         "proxy.adopted",
         "p1",
         "local",
     )
-    assert "s3cret" not in entry["d"]
+    assert b"s3cret" not in entry.body
     assert [p.id for p in (await registry.page())[0]] == ["p1"]
 
 
@@ -126,7 +124,9 @@ async def test_adopt_without_an_address_queues_a_create_for_the_runner(
     assert (back.phase, back.host, back.port) == (Phase.PROVISIONING, "", 0)
     assert await redis_client.zscore("pf:probe", "p2") is None
     intents = [
-        intent_decoder.decode(e["d"]) for e in await _outbox(redis_client) if ".intents." in e["s"]
+        intent_decoder.decode(e.body)
+        for e in await _outbox(redis_client)
+        if ".intents." in e.subject
     ]
     assert intents == [CreateIntent(proxy_id="p2")]
 

@@ -4,8 +4,6 @@ models lack, on the subjects subjects.py names."""
 
 from __future__ import annotations
 
-from typing import Any
-
 import msgspec
 import redis.asyncio as aioredis
 from tests.common.factories import make_proxy, make_ready
@@ -14,6 +12,7 @@ from proxyfleet.common.core.clock import ManualClock
 from proxyfleet.common.domain.pool_spec import POOL_LABEL, Owner, PoolSpec
 from proxyfleet.common.store import Fence, GrantRequest, LeaseStore, PoolStore, ProxyRegistry
 from proxyfleet.common.store.egress import EgressStore
+from proxyfleet.common.store.outbox import Outbox
 from proxyfleet.common.wire import subjects
 from proxyfleet.common.wire.events import Event, EventData, EventType
 from proxyfleet.common.wire.models import (
@@ -33,14 +32,14 @@ def _names(struct: type[msgspec.Struct]) -> set[str]:
     return {f.encode_name for f in info.fields} | tag
 
 
-def _strict_event(body: str) -> Event:
+def _strict_event(body: bytes) -> Event:
     raw = msgspec.json.decode(body)
     assert set(raw) <= _names(Event), body
     assert set(raw["data"]) <= _names(EventData), body
     return msgspec.json.decode(body, type=Event, strict=True)
 
 
-def _strict_intent(body: str) -> CreateIntent | DeleteIntent:
+def _strict_intent(body: bytes) -> CreateIntent | DeleteIntent:
     intent: CreateIntent | DeleteIntent = msgspec.json.decode(body, type=Intent, strict=True)
     assert set(msgspec.json.decode(body)) <= _names(type(intent)), body
     return intent
@@ -87,21 +86,21 @@ async def test_every_event_and_intent_a_script_writes_is_its_wire_model_exactly(
     registry: ProxyRegistry, leases: LeaseStore, redis_client: aioredis.Redis, clock: ManualClock
 ) -> None:
     await _every_script_announces(registry, leases, redis_client, clock)
-    rows: Any = await redis_client.xrange("pf:outbox")
+    entries = await Outbox(redis_client).peek()
     types: set[EventType] = set()
     intents: list[tuple[str, str]] = []
-    for _, entry in rows:
-        if entry["s"].startswith(subjects.EVENT_PREFIX + "."):
-            event = _strict_event(entry["d"])
-            assert entry["s"] == subjects.event_subject(event.type)
-            assert entry["i"] == event.id
+    for entry in entries:
+        if entry.subject.startswith(subjects.EVENT_PREFIX + "."):
+            event = _strict_event(entry.body)
+            assert entry.subject == subjects.event_subject(event.type)
+            assert entry.msg_id == event.id
             types.add(event.type)
             continue
-        intent = _strict_intent(entry["d"])
+        intent = _strict_intent(entry.body)
         make = (
             subjects.intent_create if isinstance(intent, CreateIntent) else subjects.intent_delete
         )
-        assert entry["s"] == make("local")
+        assert entry.subject == make("local")
         intents.append((type(intent).__name__, intent.proxy_id))
     # source.*: a static provider's syncer writes them itself (Outbox.append), no script.
     assert set(EventType) - types == {
@@ -119,8 +118,8 @@ async def test_an_event_keeps_its_key_order_and_only_a_members_names_its_pool(
 ) -> None:
     await registry.create(make_proxy("p1", clock, pool="eu"))
     await registry.create(make_proxy("p2", clock))
-    rows: Any = await redis_client.xrange("pf:outbox")
-    bodies = [msgspec.json.decode(e["d"]) for _, e in rows if e["s"].endswith(".proxy.pending")]
+    entries = await Outbox(redis_client).peek()
+    bodies = [msgspec.json.decode(e.body) for e in entries if e.subject.endswith(".proxy.pending")]
     assert [b.get("pool") for b in bodies] == ["eu", None]
     assert [b["schema_version"] for b in bodies] == [1, 1]
     # The outbox's bytes as before the envelope was generated: the same order of keys.

@@ -11,13 +11,15 @@ from tests.common.factories import make_proxy, make_ready
 from proxyfleet.common.core.clock import ManualClock
 from proxyfleet.common.messaging.jetstream import event_decoder, intent_decoder
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
+from proxyfleet.common.store.outbox import Outbox
 from proxyfleet.common.wire.events import Event, EventData, EventType
 from proxyfleet.common.wire.models import CreateIntent, DeleteIntent, LeaseOutcome, Phase
 
 
 async def _outbox(redis_client: aioredis.Redis) -> list[dict[str, Any]]:
-    rows: Any = await redis_client.xrange("pf:outbox")
-    return [fields for _, fields in rows]
+    """Each entry as a relay publishes it: s (subject), i (Nats-Msg-Id), d (body)."""
+    entries = await Outbox(redis_client).peek()
+    return [{"s": e.subject, "i": e.msg_id, "d": e.body.decode()} for e in entries]
 
 
 async def _events(redis_client: aioredis.Redis) -> list[Event]:

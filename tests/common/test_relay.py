@@ -151,10 +151,10 @@ async def test_a_relay_that_died_after_publishing_before_acking_stores_nothing_t
 ) -> None:
     await registry.outbox.ensure_group()
     await _pending_proxies(registry, clock, 2)
-    read: Any = await redis_client.xreadgroup(GROUP, "dead", {registry.outbox.key: ">"}, count=10)
+    read = await registry.outbox.read("dead", 10)
     before = await _stored(js)
-    for _, fields in read[0][1]:  # published as the dead relay did, never acked in Redis
-        await js.publish(fields["s"], fields["d"].encode(), headers={"Nats-Msg-Id": fields["i"]})
+    for e in read:  # published as the dead relay did, never acked in Redis
+        await js.publish(e.subject, e.body, headers={"Nats-Msg-Id": e.msg_id})
     assert await _stored(js) - before == 4
     relay = OutboxRelay(registry.outbox, nc, service="heir", settings=FAST)
     async with _running(relay):

@@ -3,8 +3,6 @@ availability sets in the same script, and a transition's event names both zones.
 
 from __future__ import annotations
 
-from typing import Any
-
 import pytest
 import redis.asyncio as aioredis
 from tests.common.factories import make_proxy, make_ready
@@ -13,14 +11,16 @@ from proxyfleet.common.core.clock import ManualClock
 from proxyfleet.common.core.errors import Unavailable
 from proxyfleet.common.messaging.jetstream import event_decoder
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
+from proxyfleet.common.store.outbox import Outbox
 from proxyfleet.common.wire.events import Event, EventData, EventType
 from proxyfleet.common.wire.models import Phase
 
 
 async def _events(redis_client: aioredis.Redis, proxy_id: str) -> list[Event]:
-    rows: Any = await redis_client.xrange("pf:outbox")
     decoded = [
-        event_decoder.decode(f["d"]) for _, f in rows if f["s"].startswith("proxyfleet.events.")
+        event_decoder.decode(e.body)
+        for e in await Outbox(redis_client).peek()
+        if e.subject.startswith("proxyfleet.events.")
     ]
     return [e for e in decoded if e.proxy_id == proxy_id]
 

@@ -14,7 +14,11 @@ from typing import Any, cast
 import redis.asyncio as aioredis
 from redis.exceptions import ResponseError
 
+from proxyfleet.common.observability.logging import get_logger
+from proxyfleet.common.store import outbox_codec
 from proxyfleet.common.store.outage import translates_outages
+
+log = get_logger(__name__)
 
 GROUP = "relay"
 """The consumer group every relay of every service reads through."""
@@ -41,8 +45,18 @@ class Backlog:
 def _entries(rows: Sequence[Any]) -> list[OutboxEntry]:
     out = []
     for entry_id, fields in rows:
-        if fields:  # None: deleted after it was read (XAUTOCLAIM skips those itself)
-            out.append(OutboxEntry(entry_id, fields["s"], fields["i"], fields["d"].encode()))
+        if not fields:  # None: deleted after it was read (XAUTOCLAIM skips those itself)
+            continue
+        try:
+            record = fields.get(outbox_codec.FIELD)
+            if record is None:  # an intent, or an event appended from Python
+                out.append(OutboxEntry(entry_id, fields["s"], fields["i"], fields["d"].encode()))
+            else:
+                out.append(OutboxEntry(entry_id, *outbox_codec.expand(record)))
+        except (KeyError, outbox_codec.BadRecord) as exc:
+            # Left unacked, for a relay that can read it (one of a newer version); the
+            # others go on. The length and age of the backlog show it waiting.
+            log.warning("outbox.entry_unreadable", entry_id=entry_id, error=repr(exc))
     return out
 
 
@@ -65,6 +79,11 @@ class Outbox:
         """Queue one message the way the scripts do (`outbox_add` in _lib.lua): for an
         event that is no state change of the store (a static provider's bad line)."""
         await self._redis.xadd(self.key, {"s": subject, "i": msg_id, "d": body})
+
+    async def peek(self) -> list[OutboxEntry]:
+        """Every entry waiting, oldest first, as a relay would publish it; read past the
+        group (diagnostics and tests: nothing is claimed)."""
+        return _entries(cast(list[Any], await self._redis.xrange(self.key)))
 
     async def read(self, consumer: str, count: int) -> list[OutboxEntry]:
         """New entries for `consumer`, at most `count`, without waiting (no BLOCK: the

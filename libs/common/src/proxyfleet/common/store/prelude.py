@@ -1,5 +1,5 @@
 """The prelude of every Lua script: the rules the scripts share with Python (phase sets,
-reply codes, subjects, event types, the JSON of an event and of an intent), written in Lua
+reply codes, subjects, event types, an event's outbox record, the JSON of an intent), written in Lua
 from their one Python definition when a script is loaded (once per process)."""
 
 from __future__ import annotations
@@ -12,17 +12,11 @@ from functools import cache
 import msgspec
 
 from proxyfleet.common.domain.lifecycle import COUNTED, PROBED
+from proxyfleet.common.store import outbox_codec
 from proxyfleet.common.store.replies import FAMILIES, lua_name
 from proxyfleet.common.wire import subjects
-from proxyfleet.common.wire.events import SCHEMA_VERSION, Event, EventType
+from proxyfleet.common.wire.events import EventType
 from proxyfleet.common.wire.models import CreateIntent, DeleteIntent
-
-_EVENT_ORDER = (
-    "type", "schema_version", "id", "time", "proxy_id", "provider", "lease_id", "pool", "data",
-)  # fmt: skip
-"""events.Event's fields in the order the scripts have always written them."""
-_LEFT_OUT_WHEN_NIL = frozenset({"pool"})
-"""Event fields a script leaves out of the JSON by passing nil (pool: only a member's)."""
 
 _HOLE = "\x00"
 
@@ -43,36 +37,24 @@ def _table(lua: str, items: Iterable[tuple[str, str]]) -> str:
     return f"local {lua} = {{{', '.join(f'{k} = {v}' for k, v in items)}}}"
 
 
-def _json_builder(
-    lua: str,
-    struct: type[msgspec.Struct],
-    order: Iterable[str] | None = None,
-    constants: Mapping[str, str] | None = None,
-) -> str:
+def _json_builder(lua: str, struct: type[msgspec.Struct]) -> str:
     """A Lua function `lua(v)` writing `struct` as JSON from `v`, a table of its fields'
-    values by field name, each already JSON; the tag and `constants` (JSON) are fixed."""
+    values by field name, each already JSON; the tag is fixed."""
     info = msgspec.inspect.type_info(struct)
     if not isinstance(info, msgspec.inspect.StructType):
         raise TypeError(f"{struct} is not a Struct")
     keys = {f.name: f.encode_name for f in info.fields}
-    fixed = dict(constants or {})
+    fixed: dict[str, str] = {}
     if info.tag_field is not None:
         keys = {info.tag_field: info.tag_field, **keys}
         fixed[info.tag_field] = json.dumps(info.tag)
-    names = list(order or keys)
-    if sorted(names) != sorted(keys):
-        raise ValueError(f"{struct.__name__}'s fields are {sorted(keys)}, not {sorted(names)}")
+    names = list(keys)
     pieces: list[str] = []
     text = ""  # literal JSON not yet added to pieces
     for i, name in enumerate(names):
         key = ("," if i else "{") + json.dumps(keys[name]) + ":"
         if name in fixed:
             text += key + fixed[name]
-            continue
-        if name in _LEFT_OUT_WHEN_NIL:
-            pieces += [_lua_str(text)] if text else []
-            pieces.append(f"(v.{name} and ({_lua_str(key)} .. v.{name}) or '')")
-            text = ""
             continue
         pieces += [_lua_str(text + key), f"v.{name}"]
         text = ""
@@ -104,9 +86,9 @@ def _generated() -> Mapping[str, str]:
                 _subject("intent_delete_subject", subjects.intent_delete, "provider"),
             )
         ),
-        "an event's JSON (events.Event)": _json_builder(
-            "event_json", Event, _EVENT_ORDER, {"schema_version": str(SCHEMA_VERSION)}
-        ),
+        "an event's record in the outbox (outbox_codec)": outbox_codec.lua_tables()
+        + f"\nlocal RECORD_SEP = '\\{ord(outbox_codec.RECORD_SEP)}'"
+        + f"\nlocal RECORD_FIELD = {_lua_str(outbox_codec.FIELD)}",
         "intents' JSON (models.CreateIntent, DeleteIntent)": "\n".join(
             (
                 _json_builder("create_intent_json", CreateIntent),

@@ -14,8 +14,9 @@ end
 
 -- A withheld proxy (draining or quarantined: proxyfleet.common.wire.models.Withheld) is never
 -- grantable, whatever else makes it so: this is the one place that says so.
-local function avail_add(id, score)
-  local p = redis.call('HMGET', k('proxy', id), 'provider', 'zone', 'pool', 'withheld')
+-- `p`: its provider, zone, pool and withheld when the caller read them already.
+local function avail_add(id, score, p)
+  p = p or redis.call('HMGET', k('proxy', id), 'provider', 'zone', 'pool', 'withheld')
   if p[4] and p[4] ~= '' then return end
   for _, key in ipairs(avail_keys(p[1], p[2], p[3])) do redis.call('ZADD', key, score, id) end
 end
@@ -89,12 +90,17 @@ end
 
 -- End a lease: tombstone it for `keep` seconds (default a day), so a late report/release
 -- gets a clear 409, and free the proxy and the exit address it held (egress_hold, below).
-local function end_lease(lease_id, state, now, cooldown, keep)
+-- `l`: the lease's LEASE_ENDS fields when the caller read them already; `extra`: more
+-- field/value pairs to write on it. Returns its proxy id (nil: none) and provider.
+local LEASE_ENDS = {'proxy_id', 'state', 'egress_ip', 'egress_net', 'egress_net_held', 'client',
+  'provider'}
+local function end_lease(lease_id, state, now, cooldown, keep, l, extra)
   local lkey = k('lease', lease_id)
-  local l = redis.call('HMGET', lkey, 'proxy_id', 'state', 'egress_ip', 'egress_net',
-    'egress_net_held', 'client')
+  l = l or redis.call('HMGET', lkey, unpack(LEASE_ENDS))
   local proxy_id = l[1]
-  redis.call('HSET', lkey, 'state', state, 'ended_at', now)
+  local fields = {'state', state, 'ended_at', now}
+  for _, v in ipairs(extra or {}) do fields[#fields + 1] = v end
+  redis.call('HSET', lkey, unpack(fields))
   redis.call('EXPIRE', lkey, math.max(math.ceil(tonumber(keep) or 86400), 1))
   redis.call('ZREM', k('leases'), lease_id)
   -- Only an active lease holds an address (a second end must not count the client twice).
@@ -117,14 +123,18 @@ local function end_lease(lease_id, state, now, cooldown, keep)
       end
     end
   end
-  if not proxy_id then return false end
+  -- The lease's provider: stored on it at grant; older leases ask their proxy.
+  local provider = l[7] or ''
+  if not proxy_id then return nil, provider end
   local pkey = k('proxy', proxy_id)
-  if redis.call('HGET', pkey, 'lease_id') == lease_id then
+  local p = redis.call('HMGET', pkey, 'lease_id', 'phase', 'provider', 'zone', 'pool', 'withheld')
+  if p[1] == lease_id then
     local avail_at = now + cooldown
     redis.call('HSET', pkey, 'lease_id', '', 'avail_at', avail_at)
-    if redis.call('HGET', pkey, 'phase') == 'ready' then avail_add(proxy_id, avail_at) end
+    if p[2] == 'ready' then avail_add(proxy_id, avail_at, {p[3], p[4], p[5], p[6]}) end
   end
-  return proxy_id
+  if provider == '' then provider = p[3] or '' end
+  return proxy_id, provider
 end
 
 -- A granted lease holds its proxy's exit address: `egress_held:ip:<ip>` and
@@ -196,9 +206,10 @@ local function not_owner(lease_client, owner)
 end
 
 -- ---- the outbox: events and intents appended in the script that makes the change ----
--- Each entry is {s = subject, i = Nats-Msg-Id, d = JSON body}; a relay publishes it to
--- JetStream and deletes it once acked (proxyfleet.common.messaging.relay). Appending here, in the
--- same script as the write, is what makes "written" and "announced" one atomic step.
+-- An intent is {s = subject, i = Nats-Msg-Id, d = JSON body}, an event a record (below); a
+-- relay publishes each to JetStream and deletes it once acked
+-- (proxyfleet.common.messaging.relay). Appending here, in the same script as the write, is
+-- what makes "written" and "announced" one atomic step.
 local events_made = 0
 
 local function outbox_add(subject, msg_id, body)
@@ -220,25 +231,27 @@ local function acted(owner, actor, data)
   end
   if actor and actor ~= '' then
     data[#data + 1] = 'by'
-    data[#data + 1] = json_str(actor)
+    -- '' (no JSON value): the owner's own call, the usual case; the relay writes `client`.
+    data[#data + 1] = (actor == owner) and '' or json_str(actor)
   end
   return data
 end
 
--- pool: the pool the event concerns ('' or nil: none, and the key is left out). The
--- envelope (event_json), the subject and the event types come from the prelude.
+-- pool: the pool the event concerns ('' or nil: none). The event goes into the outbox as a
+-- record (store/outbox_codec.py): its type's code and envelope, then each data key's code
+-- (DATA_KEY, or the key itself) and JSON value, joined by RECORD_SEP; the relay publishes
+-- it as the documented event. The tables and the separator come from the prelude.
 local function event(event_type, event_id, now_raw, proxy_id, provider, lease_id, data, pool)
   events_made = events_made + 1
   local id = event_id
   if events_made > 1 then id = event_id .. '-' .. events_made end
-  local parts = {}
-  for i = 1, #data, 2 do parts[#parts + 1] = json_str(data[i]) .. ':' .. data[i + 1] end
-  local in_pool = nil
-  if pool and pool ~= '' then in_pool = json_str(pool) end
-  local body = event_json({type = json_str(event_type), id = json_str(id), time = now_raw,
-    proxy_id = json_str(proxy_id), provider = json_str(provider),
-    lease_id = json_str(lease_id), pool = in_pool, data = '{' .. table.concat(parts, ',') .. '}'})
-  outbox_add(event_subject(event_type), id, body)
+  local rec = {EVENT_CODE[event_type], id, now_raw, proxy_id or '', provider or '',
+    lease_id or '', pool or ''}
+  for i = 1, #data, 2 do
+    rec[#rec + 1] = DATA_KEY[data[i]] or data[i]
+    rec[#rec + 1] = data[i + 1]
+  end
+  redis.call('XADD', k('outbox'), '*', RECORD_FIELD, table.concat(rec, RECORD_SEP))
 end
 
 -- gen > 0: a revived external proxy's create, which JetStream must not take for a

@@ -5,10 +5,12 @@ local now, cooldown, limit = tonumber(ARGV[2]), tonumber(ARGV[3]), tonumber(ARGV
 local ids = redis.call('ZRANGE', k('leases'), '-inf', now, 'BYSCORE', 'LIMIT', 0, limit)
 local out = {}
 for _, lease_id in ipairs(ids) do
-  local l = redis.call('HMGET', k('lease', lease_id), 'epoch', 'client')
-  local proxy_id = end_lease(lease_id, 'expired', now, cooldown, ARGV[6]) or ''
-  event(EVENT.LEASE_EXPIRED, ARGV[5], ARGV[2], proxy_id, lease_provider(lease_id, proxy_id),
-    lease_id, acted(l[2], '', {'epoch', l[1] or '0'}))
+  local l = redis.call('HMGET', k('lease', lease_id), 'epoch', unpack(LEASE_ENDS))
+  local epoch = table.remove(l, 1)
+  local proxy_id, provider = end_lease(lease_id, 'expired', now, cooldown, ARGV[6], l)
+  proxy_id = proxy_id or ''
+  event(EVENT.LEASE_EXPIRED, ARGV[5], ARGV[2], proxy_id, provider, lease_id,
+    acted(l[6], '', {'epoch', epoch or '0'}))
   out[#out + 1] = lease_id
   out[#out + 1] = proxy_id
 end

@@ -4,22 +4,24 @@
 -- -> {OK, proxy_id} | {MISSING} missing or not the owner's | {REFUSED, reason[, code]}
 --    (LEASE_REPLY)
 local lkey = k('lease', ARGV[2])
-local l = redis.call('HMGET', lkey, 'epoch', 'state', 'client')
-if not l[1] or not_owner(l[3], ARGV[7]) then return {LEASE_REPLY.MISSING} end
-if l[2] ~= 'active' then return not_active(lkey, l[2]) end
-if tonumber(ARGV[3]) ~= tonumber(l[1]) then return {LEASE_REPLY.REFUSED, 'stale epoch'} end
-local data = {'epoch', l[1]}
+-- One read: what the checks need, then what end_lease needs (LEASE_ENDS).
+local l = redis.call('HMGET', lkey, 'epoch', unpack(LEASE_ENDS))
+local epoch, state, client = l[1], l[3], l[7]
+if not epoch or not_owner(client, ARGV[7]) then return {LEASE_REPLY.MISSING} end
+if state ~= 'active' then return not_active(lkey, state) end
+if tonumber(ARGV[3]) ~= tonumber(epoch) then return {LEASE_REPLY.REFUSED, 'stale epoch'} end
+table.remove(l, 1)
+local data = {'epoch', epoch}
+local counts = nil
 -- The counts stay strings (digits): a Lua number past 1e14 would print as 1e+14.
 local up, down = ARGV[10] or '', ARGV[11] or ''
 if string.match(up, '^%d+$') and string.match(down, '^%d+$') then
-  redis.call('HSET', lkey, 'bytes_up', up, 'bytes_down', down)
-  data[#data + 1] = 'bytes_up'
-  data[#data + 1] = up
-  data[#data + 1] = 'bytes_down'
-  data[#data + 1] = down
+  counts = {'bytes_up', up, 'bytes_down', down}
+  for _, v in ipairs(counts) do data[#data + 1] = v end
 end
-local proxy_id = end_lease(ARGV[2], 'released', tonumber(ARGV[4]), tonumber(ARGV[5]), ARGV[8])
-  or ''
-event(EVENT.LEASE_RELEASED, ARGV[6], ARGV[4], proxy_id, lease_provider(ARGV[2], proxy_id), ARGV[2],
-  acted(l[3], ARGV[9], data))
+local proxy_id, provider = end_lease(ARGV[2], 'released', tonumber(ARGV[4]), tonumber(ARGV[5]),
+  ARGV[8], l, counts)
+proxy_id = proxy_id or ''
+event(EVENT.LEASE_RELEASED, ARGV[6], ARGV[4], proxy_id, provider, ARGV[2],
+  acted(client, ARGV[9], data))
 return {LEASE_REPLY.OK, proxy_id}
