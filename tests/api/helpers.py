@@ -251,3 +251,12 @@ def error_of(response: httpx.Response) -> str:
     assert set(body) >= {"error", "message"}, body
     assert body["message"], body
     return str(body["error"])
+
+
+async def until(predicate: Callable[[], Awaitable[bool]], within: float, what: str) -> None:
+    """Wait until `predicate` holds (checked every 50 ms), at most `within` seconds."""
+    deadline = time.monotonic() + within
+    while not await predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        await asyncio.sleep(0.05)

@@ -6,14 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
-from tests.api.helpers import PROVIDER, Api, ApiFactory, ready_proxy
+from tests.api.helpers import PROVIDER, Api, ApiFactory, ready_proxy, until
 from tests.faults.servers import Restartable
 
 from proxyfleet.common.core.settings import CommonSettings
@@ -31,14 +31,6 @@ def own_nats(tmp_path: Path) -> Iterator[Restartable]:
     server.start()
     yield server
     server.stop()
-
-
-async def _until(predicate: Callable[[], Awaitable[bool]], within: float, what: str) -> None:
-    deadline = time.monotonic() + within
-    while not await predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.05)
 
 
 async def _timed(call: Awaitable[httpx.Response]) -> tuple[httpx.Response, float]:
@@ -70,7 +62,7 @@ async def test_nats_outage_costs_nothing_and_the_outbox_drains_in_order(
     async def drained() -> bool:
         return await outbox.length() == 0
 
-    await _until(drained, 10, "the outbox to drain before the outage")
+    await until(drained, 10, "the outbox to drain before the outage")
     watcher = await connect_nats(own_nats.url, "outage-test")
     await ensure_streams(watcher.jetstream())
     seq_before = {
@@ -84,7 +76,7 @@ async def test_nats_outage_costs_nothing_and_the_outbox_drains_in_order(
     async def disconnected() -> bool:
         return not backends.nats.is_connected
 
-    await _until(disconnected, 5, "the API to see NATS gone")
+    await until(disconnected, 5, "the API to see NATS gone")
 
     slowest = 0.0
     statuses: list[int] = []
@@ -126,7 +118,7 @@ async def test_nats_outage_costs_nothing_and_the_outbox_drains_in_order(
     assert backends.nats.pending_data_size == 0
 
     own_nats.start()
-    await _until(drained, 20, "the outbox to drain after the outage")
+    await until(drained, 20, "the outbox to drain after the outage")
 
     expected: dict[str, list[str]] = {subjects.EVENT_STREAM: [], subjects.INTENT_STREAM: []}
     for entry in pending:

@@ -77,3 +77,6 @@ def test_a_missing_or_bad_flag_is_refused_on_one_line_with_exit_2() -> None:
     done = run(GC, "--interval", "soon")
     assert done.returncode == 2
     assert done.stderr.startswith("proxyfleet-gc: Invalid value for '--interval': 'soon'")
+    done = run(GC, "--outbox-high-water", "-1")
+    assert done.returncode == 2
+    assert "--outbox-high-water: expected 0 (no mark) or a number of entries" in done.stderr

@@ -40,6 +40,9 @@ CRD_SCHEMAS = {
     ("monitoring.coreos.com/v1", "ServiceMonitor"): Path(__file__).parent
     / "schemas"
     / "servicemonitor-monitoring-v1.json",
+    ("monitoring.coreos.com/v1", "PrometheusRule"): Path(__file__).parent
+    / "schemas"
+    / "prometheusrule-monitoring-v1.json",
 }
 """Custom resources kubernetes-validate has no schema for (it only warns about them),
 validated instead against a strict schema of our own."""

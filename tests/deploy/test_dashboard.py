@@ -173,3 +173,22 @@ def test_the_scan_covers_every_metric_name_in_the_source() -> None:
     for path in [*ROOT.glob("libs/*/src/**/*.py"), *ROOT.glob("services/*/src/**/*.py")]:
         literal |= set(re.findall(r'"(proxyfleet_[a-z0-9_]+)"', Path(path).read_text()))
     assert literal <= set(_definitions())
+
+
+def test_every_alert_queries_metrics_the_code_defines_and_the_outbox_ones_exist() -> None:
+    """The PrometheusRule (monitoring/alerts.yaml) as rendered by the production overlay."""
+    defined = _defined_metrics()
+    [rule] = [d for d in render("kubernetes-production") if d["kind"] == "PrometheusRule"]
+    alerts = {r["alert"]: r for g in rule["spec"]["groups"] for r in g["rules"]}
+    for name, alert in alerts.items():
+        used = SERIES.findall(alert["expr"])
+        assert used, name
+        for metric, matchers in used:
+            assert metric in defined, f"{metric} (alert {name}) is not defined in the code"
+            assert set(MATCHER.findall(matchers)) <= set(defined[metric]), name
+        assert alert["labels"]["severity"] in {"warning", "critical"}, name
+        assert alert["annotations"]["summary"], name
+    assert {
+        "ProxyfleetEventsDelayed", "ProxyfleetOutboxBacklog", "ProxyfleetOutboxNearHighWater",
+        "ProxyfleetRedisMemoryHigh",
+    } == set(alerts)  # fmt: skip

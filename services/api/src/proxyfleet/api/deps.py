@@ -82,11 +82,15 @@ async def open_backends(
                 max_ttl=settings.max_lease_ttl,
                 ban_seconds=settings.ban_seconds,
                 max_probe_age=settings.max_probe_age,
+                outbox_high_water=common.outbox_high_water,
             )
             # The lease and registry scripts of the request path share one pipelined
             # connection (ScriptMux).
             mux = ScriptMux.from_client(redis)
-            registry = ProxyRegistry(redis, clock, namespace=common.namespace, mux=mux)
+            registry = ProxyRegistry(
+                redis, clock, namespace=common.namespace, mux=mux,
+                outbox_high_water=common.outbox_high_water,
+            )  # fmt: skip
             exclusivity = Exclusivity.of(providers)
             leases = LeaseStore(
                 redis, clock, policy, namespace=common.namespace, mux=mux, exclusivity=exclusivity

@@ -47,9 +47,8 @@ def assemble(ctx: host.Context[GatewaySettings]) -> Assembly:
     # The providers' exclusivity modes, as the API passes them: a gateway grant holds exit
     # addresses exactly as an API grant does.
     exclusivity = Exclusivity.of(ctx.providers)
-    store = LeaseStore(
-        ctx.redis, ctx.clock, s.policy(), namespace=ns, mux=mux, exclusivity=exclusivity
-    )
+    policy = s.policy(ctx.common.outbox_high_water)
+    store = LeaseStore(ctx.redis, ctx.clock, policy, namespace=ns, mux=mux, exclusivity=exclusivity)
     pools = PoolStore(ctx.redis, ctx.clock, namespace=ns)
     leaser = Leaser(store, registry, SessionStore(ctx.redis, namespace=ns), s, ctx.clock, pools)
     tunnels = Tunnels()

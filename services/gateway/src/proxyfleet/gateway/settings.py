@@ -168,8 +168,9 @@ class GatewaySettings:
             out.add(int(text))
         return frozenset(out)
 
-    def policy(self) -> LeasePolicy:
+    def policy(self, outbox_high_water: int = 0) -> LeasePolicy:
         return LeasePolicy(
+            outbox_high_water=outbox_high_water,
             cooldown=self.cooldown,
             max_ttl=self.max_lease_ttl,
             ban_seconds=self.ban_seconds,

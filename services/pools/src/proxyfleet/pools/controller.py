@@ -17,7 +17,7 @@ from collections import defaultdict
 import msgspec
 
 from proxyfleet.common.core.clock import Clock
-from proxyfleet.common.core.errors import Conflict, NotFound, StoreUnavailable
+from proxyfleet.common.core.errors import Conflict, NotFound, StoreUnavailable, Unavailable
 from proxyfleet.common.domain.lifecycle import pending_proxy
 from proxyfleet.common.domain.pool_spec import POOL_LABEL, PoolRecord
 from proxyfleet.common.observability.logging import get_logger
@@ -186,7 +186,8 @@ class PoolController:
                 )
             except FencedOut:
                 raise
-            except Conflict as exc:  # max_proxies passed meanwhile: next pass sees the room
+            except (Conflict, Unavailable) as exc:  # max_proxies passed meanwhile, or the
+                # event backlog is over its mark: the next pass plans again
                 log.warning("pools.create_refused", pool=record.name, provider=provider,
                             error=str(exc))  # fmt: skip
                 continue

@@ -14,7 +14,9 @@ from proxyfleet.pools.settings import PoolsSettings
 
 async def build(ctx: host.Context[PoolsSettings]) -> host.Parts:
     ns = ctx.common.namespace
-    registry = ProxyRegistry(ctx.redis, ctx.clock, namespace=ns)
+    registry = ProxyRegistry(
+        ctx.redis, ctx.clock, namespace=ns, outbox_high_water=ctx.common.outbox_high_water
+    )
     pools = PoolStore(ctx.redis, ctx.clock, namespace=ns)
     config = None
     if ctx.settings.apply_config:

@@ -24,6 +24,7 @@ from proxyfleet.common.core.errors import (
     MessagingUnavailable,
     StoreError,
     StoreUnavailable,
+    Unavailable,
 )
 from proxyfleet.common.core.ids import new_id
 from proxyfleet.common.observability.logging import get_logger
@@ -205,7 +206,8 @@ class Syncer:
         proxies = [_pending(self._name, d, now) for d in desired]
         try:
             made = await self._registry.create_many(proxies, max_proxies=self._entry.max_proxies)
-        except Conflict as exc:  # max_proxies reached meanwhile: the next sync plans again
+        except (Conflict, Unavailable) as exc:  # max_proxies reached, or the event backlog
+            # is over its mark: the next sync plans again
             log.warning("static.create_refused", provider=self._name, error=str(exc))
             return
         if made.ids:

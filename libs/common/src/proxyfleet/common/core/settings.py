@@ -10,6 +10,8 @@ from collections.abc import Mapping
 from dataclasses import MISSING, dataclass, field
 from typing import Any, Literal
 
+from proxyfleet.common.core.errors import ConfigError
+
 OPTION = "proxyfleet.option"
 """Key of a field's metadata that holds its `OptionMeta`."""
 
@@ -57,9 +59,17 @@ class CommonSettings:
     """Marks every resource this installation creates; GC never touches other ids."""
     namespace: str = option("pf", env_aliases=("PROXYFLEET_REDIS_NAMESPACE",))
     """Prefix of every Redis key."""
+    outbox_high_water: int = 1_000_000
+    """Outbox entries (events and intents not yet on NATS) above which new grants and
+    creates are refused (503 `events_backlog`) while releases, renewals and reports go on;
+    0: no mark. About 190 bytes of Redis an event: the default holds about 190 MB."""
     providers_config: str = "providers.yaml"
     """Path of the providers config file (YAML)."""
     log_level: LogLevel = "info"
     """Least severe level logged."""
     log_format: LogFormat = "json"
     """json (production) or console (readable, for the dev stack)."""
+
+    def __post_init__(self) -> None:
+        if self.outbox_high_water < 0:
+            raise ConfigError("--outbox-high-water: expected 0 (no mark) or a number of entries")

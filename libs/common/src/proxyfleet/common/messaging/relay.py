@@ -53,6 +53,15 @@ OUTBOX_OLDEST_AGE = Gauge(
     "Age of the oldest entry in the outbox (0 when it is empty): how late events are.",
 )
 
+REDIS_USED_MEMORY = Gauge(
+    "proxyfleet_redis_used_memory_bytes",
+    "Memory Redis uses (INFO used_memory), read with the outbox's backlog.",
+)
+REDIS_MAX_MEMORY = Gauge(
+    "proxyfleet_redis_maxmemory_bytes",
+    "Redis's maxmemory (0: no limit set), read with the outbox's backlog.",
+)
+
 _ERROR = b'"error"'
 
 
@@ -123,6 +132,8 @@ class OutboxRelay:
         backlog = await self._outbox.backlog(self._clock.now())
         OUTBOX_LENGTH.set(backlog.length)
         OUTBOX_OLDEST_AGE.set(backlog.oldest_age)
+        REDIS_USED_MEMORY.set(backlog.used_memory)
+        REDIS_MAX_MEMORY.set(backlog.max_memory)
         return backlog
 
     async def run(self, stop: asyncio.Event) -> None:

@@ -128,7 +128,10 @@ def provisioner_service(
             ctx.settings.provider, kind.config, ctx.common.providers_config
         )
         provider = make_provider(entry, ctx)
-        registry = ProxyRegistry(ctx.redis, ctx.clock, namespace=ctx.common.namespace)
+        registry = ProxyRegistry(
+            ctx.redis, ctx.clock, namespace=ctx.common.namespace,
+            outbox_high_water=ctx.common.outbox_high_water,
+        )  # fmt: skip
         runner = ProvisionerRunner(
             nc=ctx.nats,
             registry=registry,

@@ -9,7 +9,7 @@ from typing import Any
 
 from proxyfleet.common.core.errors import Conflict
 from proxyfleet.common.store.codec import proxy_to_hash
-from proxyfleet.common.store.replies import CreateReply, FencedOut
+from proxyfleet.common.store.replies import CreateReply, FencedOut, backlogged
 from proxyfleet.common.wire.models import Proxy
 
 
@@ -44,9 +44,11 @@ def create_args(
     max_proxies: int | None,
     idem: Idempotency | None,
     fence: Fence | None = None,
+    high_water: int = 0,
 ) -> list[Any]:
     """What follows the event id and the time: provider, limit, key, fingerprint, key TTL,
-    count, fence lock and token, then each proxy as id, field count, fields."""
+    count, fence lock and token, the outbox's high-water mark, then each proxy as id,
+    field count, fields."""
     flat: list[Any] = [
         proxies[0].provider if proxies else "",
         -1 if max_proxies is None else max_proxies,
@@ -56,6 +58,7 @@ def create_args(
         len(proxies),
         fence.lock if fence else "",
         fence.token if fence else "",
+        high_water,
     ]
     for p in proxies:
         fields = proxy_to_hash(p)
@@ -65,9 +68,11 @@ def create_args(
     return flat
 
 
-def decode_created(proxies: Sequence[Proxy], res: list[Any]) -> Created:
-    """The script's answer, or the Conflict it stands for."""
+def decode_created(proxies: Sequence[Proxy], res: list[Any], high_water: int = 0) -> Created:
+    """The script's answer, or the Conflict (or backlog's Unavailable) it stands for."""
     reply = CreateReply(int(res[0]))
+    if reply is CreateReply.BACKLOG:
+        raise backlogged(int(res[1]), high_water)
     if reply is CreateReply.OVER_MAX:
         existing, limit = int(res[1]), int(res[2])
         provider = proxies[0].provider

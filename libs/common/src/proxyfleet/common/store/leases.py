@@ -18,7 +18,7 @@ from proxyfleet.common.store.fastid import fast_id, fast_lease_id
 from proxyfleet.common.store.lease_pages import LeasePage, active_page, lease_of_proxy
 from proxyfleet.common.store.mux import ScriptMux
 from proxyfleet.common.store.outage import translates_outages
-from proxyfleet.common.store.replies import LeaseReply
+from proxyfleet.common.store.replies import LeaseReply, backlogged
 from proxyfleet.common.store.scripts import Scripts
 from proxyfleet.common.wire.models import Lease, LeaseOutcome, Scheme, proxy_url
 
@@ -67,6 +67,9 @@ class LeasePolicy:
     max_probe_age: float = 0.0
     """Seconds since a proxy's last good probe (`last_ok_at`, written by health) beyond
     which a grant skips it; 0: no check (the API always sets one)."""
+    outbox_high_water: int = 0
+    """Outbox entries at which grants are refused (503 `events_backlog`; 0: never): the
+    common setting `outbox_high_water`."""
     ended_ttl: float = 86400.0
     """Seconds a released or expired lease stays readable (a late renew, report or release
     gets a 409 saying how it ended; after that, 404). A lease costs Redis about half a KB
@@ -163,6 +166,7 @@ class LeaseStore:
             req.pool,
             self._exclusivity,
             req.distinct or "",
+            self.policy.outbox_high_water,
         )
         reply = LeaseReply(int(res[0]))
         if reply in (LeaseReply.OK, LeaseReply.REPLAYED):
@@ -183,6 +187,8 @@ class LeaseStore:
                 username or "", password or "", (scheme and scheme[0]) or Scheme.HTTP,
             )  # fmt: skip
             return lease, proxy
+        if reply is LeaseReply.BACKLOG:
+            raise backlogged(int(res[1]), self.policy.outbox_high_water)
         if reply is LeaseReply.NONE_AVAILABLE:
             retry_after = min(float(res[1]), self.policy.max_ttl)
             skipped = int(res[2]), int(res[3]), int(res[4])

@@ -40,6 +40,10 @@ class Backlog:
     """Entries not yet published and acked."""
     oldest_age: float
     """Seconds since the oldest of them was written (0 when there is none)."""
+    used_memory: int = 0
+    """Bytes Redis uses (INFO used_memory)."""
+    max_memory: int = 0
+    """Redis's maxmemory (0: none set)."""
 
 
 def _entries(rows: Sequence[Any]) -> list[OutboxEntry]:
@@ -128,16 +132,19 @@ class Outbox:
         return int(await self._redis.xlen(self.key))
 
     async def backlog(self, now: float) -> Backlog:
-        """Length and oldest entry's age at `now` (one round trip; the age comes from the
-        entry id, which is Redis' clock in milliseconds when it was written)."""
+        """Length and oldest entry's age at `now`, and Redis's memory (one round trip; the
+        age comes from the entry id, which is Redis' clock in milliseconds when it was
+        written)."""
         async with self._redis.pipeline(transaction=False) as pipe:
             pipe.xlen(self.key)
             pipe.xrange(self.key, "-", "+", count=1)
-            length, first = await pipe.execute()
+            pipe.info("memory")
+            length, first, memory = await pipe.execute()
+        used, limit = int(memory.get("used_memory", 0)), int(memory.get("maxmemory", 0))
         if not first:
-            return Backlog(int(length), 0.0)
+            return Backlog(int(length), 0.0, used, limit)
         written = int(str(first[0][0]).split("-", 1)[0]) / 1000
-        return Backlog(int(length), max(0.0, now - written))
+        return Backlog(int(length), max(0.0, now - written), used, limit)
 
     async def pending(self) -> int:
         """Entries read by some relay and not acked yet."""

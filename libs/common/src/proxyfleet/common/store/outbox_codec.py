@@ -70,6 +70,7 @@ DATA_KEYS: Sequence[str] = (
 not listed is written as itself."""
 
 _TYPES = {code: kind for kind, code in EVENT_CODES.items()}
+_KEY_NAMES = {str(code): key for code, key in enumerate(DATA_KEYS, 1)}
 _ENVELOPE = 7
 """Fields before the data: code, id, time, proxy id, provider, lease id, pool."""
 
@@ -78,8 +79,7 @@ class BadRecord(ValueError):
     """An entry that is no record this version can read."""
 
 
-def _json(text: str) -> str:
-    return msgspec.json.encode(text).decode()
+_encode = msgspec.json.Encoder().encode
 
 
 def expand(record: str) -> tuple[str, str, bytes]:
@@ -92,28 +92,31 @@ def expand(record: str) -> tuple[str, str, bytes]:
         kind = _TYPES[int(code)]
     except (KeyError, ValueError):
         raise BadRecord(f"unknown event code {code!r}") from None
-    data, client = [], ""
-    for i in range(_ENVELOPE, len(fields), 2):
-        key, value = fields[i], fields[i + 1]
-        if key.isdigit():
-            try:
-                key = DATA_KEYS[int(key) - 1]
-            except IndexError:
-                raise BadRecord(f"unknown data key code {key}") from None
-        if key == "client":
+    data: dict[str, msgspec.Raw] = {}
+    client = ""
+    for key, written in zip(fields[_ENVELOPE::2], fields[_ENVELOPE + 1 :: 2], strict=True):
+        name = _KEY_NAMES.get(key)
+        if name is None:
+            if key.isdigit():
+                raise BadRecord(f"unknown data key code {key}")
+            name = key
+        value = client if name == "by" and not written else written  # by: the owner's call
+        if name == "client":
             client = value
-        elif key == "by" and not value:
-            value = client  # the owner's own call
         if not value:
-            raise BadRecord(f"no value for {key}")
-        data.append(f"{_json(key)}:{value}")
-    in_pool = f',"pool":{_json(pool)}' if pool else ""
-    body = (
-        f'{{"type":"{kind.value}","schema_version":{SCHEMA_VERSION},"id":{_json(event_id)},'
-        f'"time":{time},"proxy_id":{_json(proxy_id)},"provider":{_json(provider)},'
-        f'"lease_id":{_json(lease_id)}{in_pool},"data":{{{",".join(data)}}}}}'
-    )
-    return subjects.event_subject(kind.value), event_id, body.encode()
+            raise BadRecord(f"no value for {name}")
+        data[name] = msgspec.Raw(value)
+    # events.Event's shape, its keys in the order the scripts always wrote them (one
+    # encoder call: the values written as JSON in the record are passed through raw).
+    event: dict[str, object] = {
+        "type": kind.value, "schema_version": SCHEMA_VERSION, "id": event_id,
+        "time": msgspec.Raw(time), "proxy_id": proxy_id, "provider": provider,
+        "lease_id": lease_id,
+    }  # fmt: skip
+    if pool:
+        event["pool"] = pool
+    event["data"] = data
+    return subjects.event_subject(kind.value), event_id, _encode(event)
 
 
 def lua_tables() -> str:

@@ -51,12 +51,15 @@ class ProxyRegistry:
         namespace: str = "pf",
         deleted_ttl: int = 86_400,
         mux: ScriptMux | None = None,
+        outbox_high_water: int = 0,
     ) -> None:
-        """`mux`: run single script calls through a ScriptMux (pipelined)."""
+        """`mux`: run single script calls through a ScriptMux (pipelined).
+        `outbox_high_water`: outbox entries at which creates are refused (0: never)."""
         self._redis = client
         self._clock = clock
         self._ns = namespace
         self._deleted_ttl = deleted_ttl
+        self._high_water = outbox_high_water
         self._scripts = Scripts(client, namespace, mux)
         self.outbox = Outbox(client, namespace)
         """Where this registry's scripts append their events and intents."""
@@ -89,9 +92,9 @@ class ProxyRegistry:
         used with another body; a key seen before with this body stores nothing and
         returns what that create made. With `fence`, FencedOut and nothing stored unless
         its token holds its lock. All checked atomically with the writes."""
-        args = create_args(proxies, max_proxies, idempotency, fence)
+        args = create_args(proxies, max_proxies, idempotency, fence, self._high_water)
         res = await self._scripts.call("create", fast_id("e"), repr(self._clock.now()), *args)
-        return decode_created(proxies, res)
+        return decode_created(proxies, res, self._high_water)
 
     async def adopt(self, proxy: Proxy, hold: float = 0.0) -> bool | None:
         """Register again a proxy whose resource outlived its entry (a store reset), in

@@ -9,7 +9,7 @@ import enum
 import re
 from typing import Any
 
-from proxyfleet.common.core.errors import Conflict, NotFound
+from proxyfleet.common.core.errors import Conflict, NotFound, Unavailable
 
 FENCED_OUT = -9
 """Every fenced write's refusal: the fence's lock is no longer its token's."""
@@ -40,6 +40,8 @@ class CreateReply(enum.IntEnum):
     """Adopting a proxy that was deleted."""
     OVER_MAX = -5
     KEY_REUSED = -6
+    BACKLOG = -7
+    """The outbox holds more than its high-water mark: nothing stored."""
     FENCED_OUT = FENCED_OUT
 
 
@@ -58,6 +60,8 @@ class LeaseReply(enum.IntEnum):
     KEY_REUSED = -6
     LEASE_ENDED = -7
     """The lease an idempotency key granted has ended."""
+    BACKLOG = -8
+    """The outbox holds more than its high-water mark: nothing granted."""
 
 
 class PoolReply(enum.IntEnum):
@@ -79,6 +83,21 @@ FAMILIES: tuple[type[enum.IntEnum], ...] = (ProxyReply, CreateReply, LeaseReply,
 def lua_name(family: type[enum.IntEnum]) -> str:
     """The Lua table of a family: ProxyReply -> PROXY_REPLY."""
     return re.sub(r"(?<!^)(?=[A-Z])", "_", family.__name__).upper()
+
+
+BACKLOG_RETRY_AFTER = 5.0
+"""Retry-After of a grant or create refused for the event backlog (it clears as fast as
+NATS takes events back: seconds once NATS is back)."""
+
+
+def backlogged(length: int, high_water: int) -> Unavailable:
+    """A grant's or create's refusal while the outbox is over its high-water mark."""
+    return Unavailable(
+        f"{length} events wait for NATS, at or over the high-water mark of {high_water}: new"
+        " grants and creates wait (releases, renewals and reports still go through)",
+        BACKLOG_RETRY_AFTER,
+        code="events_backlog",
+    )
 
 
 class FencedOut(Conflict):

@@ -216,6 +216,16 @@ local function outbox_add(subject, msg_id, body)
   redis.call('XADD', k('outbox'), '*', 's', subject, 'i', msg_id, 'd', body)
 end
 
+-- New work (grants, creates) stops while the outbox holds `high_water` entries or more
+-- (0: no mark), so Redis fills no further while NATS is away; what ends work still goes.
+-- -> the outbox's length when over the mark, else nil.
+local function backlogged(high_water)
+  if not high_water or high_water <= 0 then return nil end
+  local length = redis.call('XLEN', k('outbox'))
+  if length >= high_water then return length end
+  return nil
+end
+
 local function json_str(s) return cjson.encode(tostring(s or '')) end
 
 -- data: a flat list {key, json_value, key, json_value, ...} (values already encoded).

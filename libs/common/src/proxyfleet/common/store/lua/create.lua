@@ -1,12 +1,13 @@
 -- Store new proxies, all or none past the checks.
 -- ARGV: ns, event_id, now, provider (of the limit), max_proxies (-1: none), idem_key
 --       ('': none), fingerprint, idem_ttl, n, fence lock ('': none), fence token,
---       then n times: id, nfields, field, value, ...
+--       the outbox's high-water mark (0: none), then n times: id, nfields, field, value, ...
 -- -> {CREATED, created_1, ..., created_n} (each CREATED, or EXISTS: the id exists; an
 --    external proxy's deleted record is taken over, not EXISTS)
 --    | {REPLAYED, id, ...} the ids the first create with this key made
 --    | {OVER_MAX, existing, max} past max_proxies | {KEY_REUSED} the key was used with
---    another body | {FENCED_OUT} the lock is not the token's   (CREATE_REPLY)
+--    another body | {FENCED_OUT} the lock is not the token's | {BACKLOG, outbox length}
+--    (CREATE_REPLY)
 -- A new pending proxy is announced (proxy.pending) and its create intent queued, both in
 -- the outbox; a proxy stored in another phase (an import, a test seed) is not announced.
 local event_id, now_raw, provider = ARGV[2], ARGV[3], ARGV[4]
@@ -24,6 +25,9 @@ if ikey then
     return out
   end
 end
+
+local backlog = backlogged(tonumber(ARGV[12]))
+if backlog then return {CREATE_REPLY.BACKLOG, backlog} end
 
 if max >= 0 then
   -- proxies that hold or will hold resources; the counts are kept by create and
@@ -47,7 +51,7 @@ local function revivable(pkey, first, nfields)
 end
 
 index_marker_if_empty(now_raw)
-local out, ids, i = {CREATE_REPLY.CREATED}, {}, 12
+local out, ids, i = {CREATE_REPLY.CREATED}, {}, 13
 for _ = 1, n do
   local id, nfields = ARGV[i], tonumber(ARGV[i + 1])
   local pkey = k('proxy', id)

@@ -7,7 +7,8 @@
 --       pool controller's autoscale reads), exclusivity (the mode names and each
 --       provider's mode: `ip,subnet,none;<default>;<provider>=<mode>,...`, built once by
 --       proxyfleet.common.store.egress_holds), distinct ('' | the ip or subnet mode's name:
---       the exit address or network must be one the client holds no lease on)
+--       the exit address or network must be one the client holds no lease on),
+--       high_water (the outbox's high-water mark: backlogged() in _lib.lua; 0 = none)
 -- -> {OK, proxy_id, epoch, expires_at, {provider, zone, host, port, username, password, scheme},
 --     lease_id, granted_at, egress_ip}
 --  | {REPLAYED, ...the same} the lease the first grant with this key made, still active
@@ -15,7 +16,7 @@
 --    has ended | {NONE_AVAILABLE, retry_after, stale, not_distinct, address_taken} (counts
 --    of the candidates skipped for their probe, for `distinct`, for their held or cooling
 --    address) | {MISSING} no such proxy | {NOT_GRANTABLE, reason, retry_after[, code]}
---    the proxy asked for is not grantable   (LEASE_REPLY)
+--    the proxy asked for is not grantable | {BACKLOG, outbox length}   (LEASE_REPLY)
 local now, lease_id, holder, target = tonumber(ARGV[2]), ARGV[3], ARGV[4], ARGV[5]
 local ttl, want, provider, zone = tonumber(ARGV[6]), ARGV[7], ARGV[8], ARGV[9]
 local labels_json, scan_limit, retry = ARGV[10], tonumber(ARGV[11]), tonumber(ARGV[12])
@@ -53,6 +54,9 @@ if ikey then
     return {LEASE_REPLY.REPLAYED, l[2], tonumber(l[3]), l[4], got, seen[2], l[5], l[6] or ''}
   end
 end
+
+local backlog = backlogged(tonumber(ARGV[21]))
+if backlog then return {LEASE_REPLY.BACKLOG, backlog} end
 
 local labels = nil
 if labels_json ~= '' then labels = cjson.decode(labels_json) end
