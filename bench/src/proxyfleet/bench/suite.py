@@ -24,6 +24,7 @@ MODULES: dict[str, str] = {
     "api": "proxyfleet.bench.api_bench",
     "redis": "proxyfleet.bench.redis_memory",
     "egress": "proxyfleet.bench.egress_bench",
+    "replica-wait": "proxyfleet.bench.replica_wait_bench",
     "health": "proxyfleet.bench.health_bench",
     "lifecycle": "proxyfleet.bench.lifecycle_bench",
     "gateway": "proxyfleet.bench.gateway_bench",

@@ -21,6 +21,7 @@ from proxyfleet.common.store import (
     PoolStore,
     ProviderEntries,
     ProxyRegistry,
+    ReplicaWait,
     ScriptMux,
     connect_redis,
 )
@@ -86,7 +87,7 @@ async def open_backends(
             )
             # The lease and registry scripts of the request path share one pipelined
             # connection (ScriptMux).
-            mux = ScriptMux.from_client(redis)
+            mux = ScriptMux.from_client(redis, ReplicaWait.of(common))
             registry = ProxyRegistry(
                 redis, clock, namespace=common.namespace, mux=mux,
                 outbox_high_water=common.outbox_high_water,

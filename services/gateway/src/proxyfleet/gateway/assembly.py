@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from proxyfleet.common import host
 from proxyfleet.common.messaging.relay import OutboxRelay
 from proxyfleet.common.observability.logging import get_logger
-from proxyfleet.common.store import LeaseStore, PoolStore, ProxyRegistry, ScriptMux
+from proxyfleet.common.store import LeaseStore, PoolStore, ProxyRegistry, ReplicaWait, ScriptMux
 from proxyfleet.common.store.client_usage import ClientUsageStore
 from proxyfleet.common.store.egress_holds import Exclusivity
 from proxyfleet.common.store.sessions import SessionStore
@@ -42,7 +42,7 @@ def assemble(ctx: host.Context[GatewaySettings]) -> Assembly:
     s, ns = ctx.settings, ctx.common.namespace
     # Every connection runs a grant and a release script: pipelined on one connection
     # (the API's hot path does the same) rather than a pooled connection per call.
-    mux = ScriptMux.from_client(ctx.redis)
+    mux = ScriptMux.from_client(ctx.redis, ReplicaWait.of(ctx.common))
     registry = ProxyRegistry(ctx.redis, ctx.clock, namespace=ns, mux=mux)
     # The providers' exclusivity modes, as the API passes them: a gateway grant holds exit
     # addresses exactly as an API grant does.

@@ -63,6 +63,13 @@ class CommonSettings:
     """Outbox entries (events and intents not yet on NATS) above which new grants and
     creates are refused (503 `events_backlog`) while releases, renewals and reports go on;
     0: no mark. About 190 bytes of Redis an event: the default holds about 190 MB."""
+    redis_wait_replicas: int = 0
+    """Redis replicas that must hold a lease or proxy change before the API or the gateway
+    acknowledges it (WAIT after each pipelined batch): with 1 and one replica, a failover
+    loses no acknowledged grant. 0: answer once the primary has it (replication is then
+    asynchronous; docs/reliability.md says what that risks)."""
+    redis_wait_timeout: float = 0.2
+    """Seconds to wait for those replicas; past it the change is not acknowledged (503)."""
     providers_config: str = "providers.yaml"
     """Path of the providers config file (YAML)."""
     log_level: LogLevel = "info"
@@ -73,3 +80,7 @@ class CommonSettings:
     def __post_init__(self) -> None:
         if self.outbox_high_water < 0:
             raise ConfigError("--outbox-high-water: expected 0 (no mark) or a number of entries")
+        if self.redis_wait_replicas < 0:
+            raise ConfigError("--redis-wait-replicas: expected 0 (no wait) or more")
+        if not 0 < self.redis_wait_timeout <= 60:
+            raise ConfigError("--redis-wait-timeout: expected seconds > 0, at most 60")

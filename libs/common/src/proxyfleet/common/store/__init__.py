@@ -4,7 +4,7 @@ from proxyfleet.common.store.creates import Created, Fence, Idempotency
 from proxyfleet.common.store.installation import Installation, InstallationMarker
 from proxyfleet.common.store.leases import GrantRequest, LeaseStore
 from proxyfleet.common.store.locks import Locks
-from proxyfleet.common.store.mux import LuaScript, ScriptMux
+from proxyfleet.common.store.mux import LuaScript, ReplicaWait, ScriptMux, Unreplicated
 from proxyfleet.common.store.outbox import Outbox, OutboxEntry
 from proxyfleet.common.store.pins import Pins
 from proxyfleet.common.store.pools import PoolOwned, PoolStore
@@ -34,7 +34,9 @@ __all__ = [
     "ProbeClaim",
     "ProviderEntries",
     "ProxyRegistry",
+    "ReplicaWait",
     "ScriptMux",
     "TransitionResult",
+    "Unreplicated",
     "connect_redis",
 ]

@@ -7,6 +7,10 @@ writes them in one go on a single connection; Redis answers in order, and the re
 atomically in Redis: only the transport is shared. No retries: a call cut by a lost
 connection raises StoreUnavailable (the API answers 503) and the next call reconnects;
 a dataset still loading (LOADING) raises it too.
+
+With `replicas` (ReplicaWait), every batch ends with one `WAIT`: a script's reply is given
+to its caller only once that many replicas have its writes, so what was acknowledged
+survives the primary's loss (docs/decisions/store.md, R10). One WAIT covers the whole batch.
 """
 
 from __future__ import annotations
@@ -15,15 +19,41 @@ import asyncio
 import hashlib
 from collections import deque
 from collections.abc import Sequence
+from dataclasses import dataclass
 from typing import Any, cast
 
 import hiredis
 import redis.asyncio as aioredis
 from redis.exceptions import NoScriptError, ResponseError
 
+from proxyfleet.common.core.errors import StoreUnavailable
+from proxyfleet.common.core.settings import CommonSettings
 from proxyfleet.common.store.outage import unavailable as _lost
 
 Arg = str | bytes | int | float
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicaWait:
+    """Replicas that must hold a script's writes before its reply is given (WAIT)."""
+
+    replicas: int
+    timeout: float
+    """Seconds Redis waits for them (WAIT's timeout)."""
+
+    @classmethod
+    def of(cls, common: CommonSettings) -> ReplicaWait | None:
+        """The settings' wait (None: --redis-wait-replicas 0)."""
+        if not common.redis_wait_replicas:
+            return None
+        return cls(common.redis_wait_replicas, common.redis_wait_timeout)
+
+
+class Unreplicated(StoreUnavailable):
+    """The replicas did not confirm the writes in time: they were made on the primary but
+    could be lost with it, so they are not acknowledged (a lease so made expires unused)."""
+
+    code = "store_unreplicated"
 
 
 class LuaScript:
@@ -58,12 +88,21 @@ def encode_command(*args: Arg) -> bytes:
 class _Protocol(asyncio.Protocol):
     """One connection: commands queued during a loop turn go out in one write."""
 
-    def __init__(self) -> None:
+    def __init__(self, wait: ReplicaWait | None = None) -> None:
         self.reader = hiredis.Reader(encoding="utf-8", replyError=ResponseError)
         self.waiters: deque[asyncio.Future[Any]] = deque()
         self.transport: asyncio.Transport | None = None
         self.lost = False
         self._out: list[bytes] = []
+        self._wait = wait
+        self._barrier: asyncio.Future[Any] | None = None
+
+    def barrier(self) -> asyncio.Future[Any]:
+        """The WAIT that ends the batch being queued (the caller sent into it first): its
+        reply is the number of replicas that hold the batch's writes."""
+        if self._barrier is None:
+            self._barrier = asyncio.get_running_loop().create_future()
+        return self._barrier
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = cast(asyncio.Transport, transport)  # uvloop's is no subclass
@@ -81,6 +120,14 @@ class _Protocol(asyncio.Protocol):
         return future
 
     def _flush(self) -> None:
+        barrier, self._barrier = self._barrier, None
+        if barrier is not None and self._wait is not None:
+            millis = max(1, round(self._wait.timeout * 1000))
+            self._out.append(encode_command("WAIT", self._wait.replicas, millis))
+            if self.lost:
+                barrier.set_exception(_lost("Redis connection lost"))
+            else:
+                self.waiters.append(barrier)  # answered after every command of the batch
         data, self._out = b"".join(self._out), []
         if self.transport is not None and not self.lost:
             self.transport.write(data)
@@ -119,8 +166,11 @@ class ScriptMux:
         db: int = 0,
         username: str | None = None,
         password: str | None = None,
+        wait: ReplicaWait | None = None,
     ) -> None:
+        """`wait`: replicas every script's writes must reach before its reply is given."""
         self._addr = (host, port)
+        self._wait = wait if wait is not None and wait.replicas > 0 else None
         self._setup = [encode_command("SELECT", db)] if db else []
         if password:
             auth = ("AUTH", username, password) if username else ("AUTH", password)
@@ -129,7 +179,7 @@ class ScriptMux:
         self._connecting = asyncio.Lock()
 
     @classmethod
-    def from_client(cls, client: aioredis.Redis) -> ScriptMux:
+    def from_client(cls, client: aioredis.Redis, wait: ReplicaWait | None = None) -> ScriptMux:
         """The server (and database, credentials) a redis-py client talks to, over TCP."""
         kw = client.connection_pool.connection_kwargs
         return cls(
@@ -138,6 +188,7 @@ class ScriptMux:
             db=int(kw.get("db", 0) or 0),
             username=kw.get("username"),
             password=kw.get("password"),
+            wait=wait,
         )
 
     async def _connected(self) -> _Protocol:
@@ -148,7 +199,8 @@ class ScriptMux:
             if self._proto is None or self._proto.lost:
                 loop = asyncio.get_running_loop()
                 try:
-                    _, new = await loop.create_connection(_Protocol, *self._addr)
+                    wait = self._wait
+                    _, new = await loop.create_connection(lambda: _Protocol(wait), *self._addr)
                 except OSError as exc:
                     msg = f"cannot reach Redis at {self._addr}: {exc}"
                     raise _lost(msg) from exc
@@ -162,12 +214,30 @@ class ScriptMux:
         proto = await self._connected()
         return await proto.send(encode_command(*args))
 
+    async def _replicated(self, *args: Arg) -> Any:
+        """command(), its reply given once the replicas hold what it wrote (with `wait`)."""
+        proto = await self._connected()
+        reply = proto.send(encode_command(*args))
+        if self._wait is None:
+            return await reply
+        barrier = proto.barrier()
+        try:
+            result = await reply
+        finally:
+            held = await barrier
+        if int(held) < self._wait.replicas:
+            raise Unreplicated(
+                f"{held} of {self._wait.replicas} Redis replicas confirmed the write within"
+                f" {self._wait.timeout:g} s: not acknowledged, as a failover could lose it"
+            )
+        return result
+
     async def run(self, script: LuaScript, keys: Sequence[Arg], args: Sequence[Arg]) -> Any:
         """EVALSHA; EVAL once when Redis does not know the script yet (which caches it)."""
         try:
-            return await self.command("EVALSHA", script.sha, len(keys), *keys, *args)
+            return await self._replicated("EVALSHA", script.sha, len(keys), *keys, *args)
         except NoScriptError:
-            return await self.command("EVAL", script.source, len(keys), *keys, *args)
+            return await self._replicated("EVAL", script.source, len(keys), *keys, *args)
 
     async def aclose(self) -> None:
         proto, self._proto = self._proto, None
