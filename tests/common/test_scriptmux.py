@@ -4,6 +4,7 @@ the test Redis. Here because the benchmark work brought it; its home is tests/co
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 
 import pytest
@@ -58,6 +59,29 @@ async def test_unreachable_redis_is_store_unavailable_with_a_retry_hint() -> Non
     with pytest.raises(StoreUnavailable) as caught:
         await mux.command("PING")
     assert caught.value.retry_after == 1.0
+
+
+async def test_a_located_primary_is_asked_again_at_each_connect(redis_url: str) -> None:
+    """Through Sentinel the primary can move: the mux asks where it is when it connects."""
+    port = int(redis_url.rsplit(":", 1)[1].split("/", 1)[0])
+    asked: list[int] = []
+
+    async def locate() -> tuple[str, int]:
+        asked.append(port)
+        return "127.0.0.1", port
+
+    mux = ScriptMux("127.0.0.1", 1, locate=locate)  # port 1: never where it connects
+    try:
+        assert await mux.command("PING") == "PONG"
+        own = await mux.command("CLIENT", "ID")
+        assert await mux.command("CLIENT", "KILL", "ID", own, "SKIPME", "no") == 1
+        for _ in range(2):  # a call sent before the close is seen fails: the next reconnects
+            with contextlib.suppress(StoreUnavailable):
+                assert await mux.command("PING") == "PONG"
+                break
+        assert len(asked) == 2  # reconnected where locate says
+    finally:
+        await mux.aclose()
 
 
 def test_fast_ids_have_the_format_of_common_ids() -> None:

@@ -18,12 +18,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
 import hiredis
 import redis.asyncio as aioredis
+from redis.asyncio.sentinel import SentinelConnectionPool
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
 
 from proxyfleet.common.core.errors import StoreUnavailable
@@ -31,6 +33,8 @@ from proxyfleet.common.core.settings import CommonSettings
 from proxyfleet.common.store.outage import unavailable as _lost
 
 Arg = str | bytes | int | float
+Locate = Callable[[], Awaitable[tuple[str, int]]]
+"""Where the primary is now (asked again at each connect: Sentinel's answer)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -167,9 +171,12 @@ class ScriptMux:
         username: str | None = None,
         password: str | None = None,
         wait: ReplicaWait | None = None,
+        locate: Locate | None = None,
     ) -> None:
-        """`wait`: replicas every script's writes must reach before its reply is given."""
+        """`wait`: replicas every script's writes must reach before its reply is given.
+        `locate`: where the primary is, asked at each (re)connect instead of host:port."""
         self._addr = (host, port)
+        self._locate = locate
         self._wait = wait if wait is not None and wait.replicas > 0 else None
         self._setup = [encode_command("SELECT", db)] if db else []
         if password:
@@ -180,8 +187,19 @@ class ScriptMux:
 
     @classmethod
     def from_client(cls, client: aioredis.Redis, wait: ReplicaWait | None = None) -> ScriptMux:
-        """The server (and database, credentials) a redis-py client talks to, over TCP."""
-        kw = client.connection_pool.connection_kwargs
+        """The server (and database, credentials) a redis-py client talks to, over TCP;
+        through Sentinel, the primary it names at each connect."""
+        pool = client.connection_pool
+        kw = pool.connection_kwargs
+        locate: Locate | None = None
+        if isinstance(pool, SentinelConnectionPool):
+            ask = cast(Locate, pool.get_master_address)  # redis-py leaves it untyped
+
+            async def primary() -> tuple[str, int]:
+                host, port = await ask()
+                return str(host), int(port)
+
+            locate = primary
         return cls(
             str(kw.get("host", "localhost")),
             int(kw.get("port", 6379)),
@@ -189,6 +207,7 @@ class ScriptMux:
             username=kw.get("username"),
             password=kw.get("password"),
             wait=wait,
+            locate=locate,
         )
 
     async def _connected(self) -> _Protocol:
@@ -199,9 +218,11 @@ class ScriptMux:
             if self._proto is None or self._proto.lost:
                 loop = asyncio.get_running_loop()
                 try:
+                    if self._locate is not None:
+                        self._addr = await self._locate()
                     wait = self._wait
                     _, new = await loop.create_connection(lambda: _Protocol(wait), *self._addr)
-                except OSError as exc:
+                except (OSError, RedisConnectionError) as exc:
                     msg = f"cannot reach Redis at {self._addr}: {exc}"
                     raise _lost(msg) from exc
                 # AUTH/SELECT queued before anyone else can send on the connection
