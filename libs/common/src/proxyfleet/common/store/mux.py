@@ -70,23 +70,10 @@ class LuaScript:
         self.sha = hashlib.sha1(source.encode(), usedforsecurity=False).hexdigest()
 
 
-def _bytes(value: Arg) -> bytes:
-    if isinstance(value, bytes):
-        return value
-    if isinstance(value, str):
-        return value.encode()
-    if isinstance(value, float):
-        return repr(value).encode()
-    return str(value).encode()
-
-
 def encode_command(*args: Arg) -> bytes:
-    """A command in RESP (an array of bulk strings)."""
-    parts = [b"*%d\r\n" % len(args)]
-    for arg in args:
-        data = _bytes(arg)
-        parts.append(b"$%d\r\n%s\r\n" % (len(data), data))
-    return b"".join(parts)
+    """A command in RESP (an array of bulk strings), packed by hiredis (a float as its
+    repr, as redis-py writes it)."""
+    return cast(bytes, hiredis.pack_command(cast(Any, args)))  # its stub types one item
 
 
 class _Protocol(asyncio.Protocol):
