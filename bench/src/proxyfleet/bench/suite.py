@@ -30,6 +30,7 @@ MODULES: dict[str, str] = {
     "gateway": "proxyfleet.bench.gateway_bench",
     "gateway-upstreams": "proxyfleet.bench.gateway_upstreams_bench",
     "pools": "proxyfleet.bench.pools_bench",
+    "redis-ceiling": "proxyfleet.bench.redis_ceiling",
 }
 """Benchmark modules in run order; each has `async def run(env: BenchEnv) -> list[Figure]`."""
 
