@@ -3,7 +3,7 @@
 The proposed layout: a script runs in one *shard*, whose hash tag goes into the namespace it
 is given (`pf:{pool.scrapers}`, so every key `k()` builds is in the shard's slot), except
 the key families that cannot belong to one shard, each tagged by what it is about (an
-address's network, a client, an idempotency key, ...). And which shards a grant goes to.
+address's network, a caller, ...). And which shards a grant goes to.
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ ADDRESS = "address"
 """Exit-address exclusivity and the address index, tagged by the address's network (an
 address's and its network's holds and cooldowns in one slot)."""
 CLIENT = "client"
-"""A client's holds across every shard (`distinct` grants), tagged by the client."""
-IDEMPOTENCY = "idempotency"
-"""A request's idempotency key, tagged by the key."""
+"""A caller's keys, tagged by its name: its holds across every shard (`distinct` grants)
+and its idempotency keys (the API scopes each by the caller: `<caller>:<key>`)."""
 LEASE_ELSEWHERE = "lease elsewhere"
 """Another shard's lease (one holding an address this shard's proxy leaves through)."""
 FLEET = "fleet"
@@ -40,8 +39,8 @@ OWN_TAG: Mapping[str, str] = {
     "egress_held": ADDRESS,
     "egress_cool": ADDRESS,
     "client_egress": CLIENT,
-    "grant_idem": IDEMPOTENCY,
-    "idem": IDEMPOTENCY,
+    "grant_idem": CLIENT,
+    "idem": CLIENT,
     "pools": FLEET,
     "installation": FLEET,
     "egress_counts": FLEET,
@@ -65,7 +64,7 @@ class Sample:
 
     shard: str
     client: str = "team-a"
-    idem: str = "k-7f3a"
+    """The caller (a grant's client; an admin for a create)."""
     net: str = "203.0.113.0/24"
     lock: str = ""
     """The lock a script reads or writes ('': none, an unfenced write; a pool's,
@@ -92,7 +91,6 @@ def tag_of(kind: str, sample: Sample) -> str:
         SHARD: sample.shard,
         ADDRESS: f"net.{sample.net}",
         CLIENT: f"client.{sample.client}",
-        IDEMPOTENCY: f"idem.{sample.idem}",
         LEASE_ELSEWHERE: sample.elsewhere,
         FLEET: "fleet",
     }[kind]

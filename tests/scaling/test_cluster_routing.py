@@ -12,7 +12,6 @@ from tests.scaling.cluster_layout import (
     ADDRESS,
     CLIENT,
     FLEET,
-    IDEMPOTENCY,
     LEASE_ELSEWHERE,
     Fleet,
     Sample,
@@ -99,8 +98,7 @@ OFF_SHARD = {
     # script: what its keys outside the shard's slot are about -> their families
     "grant": {
         ADDRESS: {"egress_held", "egress_cool"},
-        CLIENT: {"client_egress"},
-        IDEMPOTENCY: {"grant_idem"},
+        CLIENT: {"client_egress", "grant_idem"},
         LEASE_ELSEWHERE: {"lease"},
     },
     "release": {ADDRESS: {"egress_held", "egress_cool"}, CLIENT: {"client_egress"}},
@@ -117,7 +115,7 @@ OFF_SHARD = {
         CLIENT: {"client_egress"},
         FLEET: {"egress_counts", "egress_summary"},
     },
-    "create": {IDEMPOTENCY: {"idem"}},
+    "create": {CLIENT: {"idem"}},
     "pool_apply": {FLEET: {"pools"}},
     "pool_delete": {FLEET: {"pools"}},
     "pool_remove": {FLEET: {"pools"}},
@@ -159,14 +157,15 @@ def test_concrete_keys_of_a_grant_in_a_pool(scripts: dict[str, Script]) -> None:
     assert keys["avail_pool:pool"] == "pf:{pool.scrapers}:avail_pool:pool"
     assert keys["client_egress:client"] == "pf:{client.team-a}:client_egress:client"
     assert keys["egress_held:ip:ip"] == "pf:{net.203.0.113.0/24}:egress_held:ip:ip"
-    assert keys["grant_idem:idem"] == "pf:{idem.k-7f3a}:grant_idem:idem"
+    assert keys["grant_idem:idem"] == "pf:{client.team-a}:grant_idem:idem"
     home = key_slot("{pool.scrapers}")
     assert key_slot(keys["proxy:id"]) == key_slot(keys["outbox"]) == home == 8416
     assert {key_slot(keys[k]) for k in ("client_egress:client", "egress_held:ip:ip")} == {
         key_slot("{client.team-a}"),
         key_slot("{net.203.0.113.0/24}"),
     }
-    assert home not in {key_slot(keys["client_egress:client"]), key_slot(keys["grant_idem:idem"])}
+    # A caller's idempotency key and its holds: one slot, one step.
+    assert key_slot(keys["grant_idem:idem"]) == key_slot(keys["client_egress:client"]) != home
 
 
 FLEET_OF_FOUR = Fleet(
