@@ -117,7 +117,7 @@ def test_plot_without_distributions_draws_nothing(tmp_path: Path) -> None:
 def test_selected_modules() -> None:
     assert selected([]) == [
         "api", "redis", "egress", "replica-wait", "health", "lifecycle", "gateway",
-        "gateway-upstreams", "pools",
+        "gateway-upstreams", "pools", "redis-ceiling",
     ]  # fmt: skip
     assert selected(["lifecycle", "api"]) == ["api", "lifecycle"]
     with pytest.raises(ValueError, match="nope"):
