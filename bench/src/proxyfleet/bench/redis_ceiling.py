@@ -148,6 +148,7 @@ async def _drive(plan: WorkerPlan, barrier: Barrier, results: Queue[tuple[int, i
     store = LeaseStore(client, SystemClock(), POLICY, mux=mux)
     try:
         await _cycles(store, 0.05, 1)  # loads the scripts before the first round
+        barrier.wait(WAIT)  # ready: no round counts this process's start-up
         for _ in range(plan.rounds):
             # Blocks this loop on purpose: nothing of it runs between rounds.
             barrier.wait(WAIT)
@@ -177,6 +178,7 @@ async def measure(env: BenchEnv, plan: WorkerPlan, workers: int) -> list[Round]:
     client = connect_redis(env.redis_url)
     rounds: list[Round] = []
     try:
+        await asyncio.to_thread(barrier.wait, WAIT)  # every client started and warm
         for _ in range(plan.rounds):
             await client.config_resetstat()
             before = snapshot({"redis": [env.redis_pid], "clients": pids})
