@@ -37,15 +37,22 @@ class NatsNode:
     store: Path
     routes: str
     log: Path
-    process: subprocess.Popen[bytes] | None = field(default=None, repr=False)
+    _process: subprocess.Popen[bytes] | None = field(default=None, init=False, repr=False)
 
     @property
     def url(self) -> str:
         return f"nats://127.0.0.1:{self.client_port}"
 
     @property
+    def process(self) -> subprocess.Popen[bytes]:
+        """The server's latest process (a stopped or killed one until `start`)."""
+        if self._process is None:
+            raise RuntimeError(f"NATS server {self.name} was never started")
+        return self._process
+
+    @property
     def running(self) -> bool:
-        return self.process is not None and self.process.poll() is None
+        return self._process is not None and self._process.poll() is None
 
     def start(self) -> None:
         """Start the server (after a stop or kill: same ports, same store)."""
@@ -65,7 +72,7 @@ class NatsNode:
             "--routes", self.routes,
         ]  # fmt: skip
         out = open(self.log, "ab")  # noqa: SIM115  (the child keeps it)
-        self.process = subprocess.Popen(
+        self._process = subprocess.Popen(
             argv, stdout=out, stderr=out, start_new_session=True, cwd=self.store
         )
         out.close()
@@ -82,7 +89,6 @@ class NatsNode:
     def _end(self, sig: int) -> None:
         if not self.running:
             return
-        assert self.process is not None
         self.process.send_signal(sig)
         try:
             self.process.wait(10)
