@@ -53,9 +53,11 @@ async def _replicas_current(nc: NatsClient) -> bool:
     return True
 
 
-async def test_a_killed_stream_leader_loses_and_repeats_nothing(
-    cluster_api: ClusterApi, nats_cluster: NatsCluster, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("end", ["kill", "stop"])
+async def test_the_stream_leader_gone_under_load_loses_and_repeats_nothing(
+    cluster_api: ClusterApi, nats_cluster: NatsCluster, monkeypatch: pytest.MonkeyPatch, end: str
 ) -> None:
+    """`end`: kill -9, or SIGTERM (JetStream hands the leadership over: a rolling restart)."""
     api = await cluster_api(cooldown=0.0)
     outbox = api.services.backends.registry.outbox
     tap = OutboxTap(outbox, monkeypatch)
@@ -71,7 +73,7 @@ async def test_a_killed_stream_leader_loses_and_repeats_nothing(
             await until(_writes_past(load, 60), 20, "events flowing")
             leader = await stream_leader(watcher, subjects.EVENT_STREAM)
             node = nats_cluster.node(leader)
-            await asyncio.to_thread(node.kill)
+            await asyncio.to_thread(node.kill if end == "kill" else node.stop)
             killed_at = load.writes
 
             async def new_leader() -> bool:
@@ -83,11 +85,11 @@ async def test_a_killed_stream_leader_loses_and_repeats_nothing(
         drained = await until(_outbox_empty(outbox), DRAINED_WITHIN, "the outbox to drain")
         await asyncio.to_thread(node.start)
         await asyncio.to_thread(nats_cluster.wait_formed)
-        back = await until(lambda: _replicas_current(watcher), 30, "the killed server caught up")
+        back = await until(lambda: _replicas_current(watcher), 30, "the server back and caught up")
         assert not load.failures(), load.failures()
         counts = await assert_each_once(watcher, tap)
         print(
-            f"killed {leader} (event stream leader): new leader in {elected:.1f} s, "
+            f"{end} {leader} (event stream leader): new leader in {elected:.1f} s, "
             f"outbox at most {watch.longest} entries, {writes_during} writes meanwhile, drained "
             f"{drained:.1f} s after the load; back and current in {back:.1f} s; {counts}"
         )
