@@ -3,7 +3,6 @@ served in this loop with every server's URL, declaring its streams with three re
 
 from __future__ import annotations
 
-import functools
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -11,6 +10,7 @@ from typing import Any
 import httpx
 import pytest
 import redis.asyncio as aioredis
+from nats.aio.client import Client as NatsClient
 from tests.api.helpers import ADMIN, CLIENT, Api, api_settings, providers_config, serve
 
 from proxyfleet.api import deps
@@ -47,9 +47,11 @@ async def cluster_api(
     The streams get three replicas: until a setting carries the count to the API (the
     `stream_replicas` setting on branch `sentinel`), the API's connect is given it here; with
     the default of 1 its start would scale the cluster's streams down to one copy."""
-    monkeypatch.setattr(
-        deps, "nats_with_streams", functools.partial(nats_with_streams, replicas=REPLICAS)
-    )
+
+    async def with_three_replicas(service: str, url: str, *_: int) -> NatsClient:
+        return await nats_with_streams(service, url, REPLICAS)  # not the count it is given
+
+    monkeypatch.setattr(deps, "nats_with_streams", with_three_replicas)
     closers: list[Callable[[], Awaitable[None]]] = []
 
     async def start(nats_url: str = nats_cluster.url, **overrides: Any) -> Api:
