@@ -99,7 +99,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             )
         ):
             marker = "e2e"
-        elif "nats_url" in used:
+        elif "nats_url" in used or "nats_cluster" in used:
             marker = "messaging"
         elif "redis_url" in used:
             marker = "store"

@@ -70,14 +70,15 @@ async def keep_trying(
         return result
 
 
-async def nats_with_streams(service: str, url: str) -> NatsClient:
-    """A NATS connection (endless reconnects once made) with both streams declared."""
+async def nats_with_streams(service: str, url: str, replicas: int = 1) -> NatsClient:
+    """A NATS connection (endless reconnects once made) with both streams declared, each
+    with `replicas` copies."""
 
     async def once() -> NatsClient:
         nc = await connect_nats(url, name=f"proxyfleet-{service}")
         try:
             with messaging_outage(f"JetStream at {url}"):
-                await ensure_streams(nc.jetstream())
+                await ensure_streams(nc.jetstream(), replicas)
         except MessagingUnavailable:
             await nc.close()
             raise

@@ -110,8 +110,10 @@ async def connect_nats(url: str, name: str) -> NatsClient:
     return nc
 
 
-async def ensure_streams(js: JetStreamContext) -> None:
-    """Declare both streams (idempotent; every service may call it at start)."""
+async def ensure_streams(js: JetStreamContext, replicas: int = 1) -> None:
+    """Declare both streams (idempotent; every service may call it at start). `replicas`:
+    copies of each stream in a NATS cluster (3 in deploy/kubernetes-ha); an existing
+    stream is updated to it (JetStream scales a stream's replicas in place)."""
     configs = [
         StreamConfig(
             name=subjects.INTENT_STREAM,
@@ -119,6 +121,7 @@ async def ensure_streams(js: JetStreamContext) -> None:
             retention=RetentionPolicy.WORK_QUEUE,
             storage=StorageType.FILE,
             duplicate_window=120,
+            num_replicas=replicas,
         ),
         StreamConfig(
             name=subjects.EVENT_STREAM,
@@ -127,6 +130,7 @@ async def ensure_streams(js: JetStreamContext) -> None:
             storage=StorageType.FILE,
             max_age=EVENT_RETENTION_SECONDS,
             discard=DiscardPolicy.OLD,
+            num_replicas=replicas,
         ),
     ]
     for cfg in configs:
