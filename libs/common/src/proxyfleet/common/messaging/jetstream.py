@@ -122,6 +122,7 @@ async def ensure_streams(js: JetStreamContext, replicas: int = 1) -> None:
             storage=StorageType.FILE,
             duplicate_window=120,
             num_replicas=replicas,
+            allow_atomic=True,  # the relay's batches (messaging/atomic.py)
         ),
         StreamConfig(
             name=subjects.EVENT_STREAM,
@@ -131,6 +132,7 @@ async def ensure_streams(js: JetStreamContext, replicas: int = 1) -> None:
             max_age=EVENT_RETENTION_SECONDS,
             discard=DiscardPolicy.OLD,
             num_replicas=replicas,
+            allow_atomic=True,
         ),
     ]
     for cfg in configs:

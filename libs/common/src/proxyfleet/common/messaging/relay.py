@@ -7,9 +7,9 @@ leaves the entries pending: another relay claims them after `claim_idle` (XAUTOC
 publishes them again under the same `Nats-Msg-Id`, which JetStream drops as a duplicate
 within its window. So an event is never lost once its state change is written.
 
-Acks, as the API's event sink measured: every entry is a JetStream message of its own, and
-only the last message of a batch to each stream asks for an ack. JetStream stores one
-connection's messages to a stream in order, so that ack stands for the messages before it.
+Acks: every entry is a JetStream message of its own, and each stream's share of a batch
+goes as a JetStream atomic batch whose one ack stands for all of it (`atomic`): a leader
+change in the middle of a batch can then lose nothing.
 
 While NATS is disconnected the relay publishes nothing: the client would keep the messages
 in its reconnect buffer, and a full buffer drops them (OutboundBufferLimitError). The
@@ -29,6 +29,7 @@ from prometheus_client import Counter, Gauge
 
 from proxyfleet.common.core.clock import Clock, SystemClock
 from proxyfleet.common.core.errors import MessagingUnavailable, StoreUnavailable
+from proxyfleet.common.messaging.atomic import Batches
 from proxyfleet.common.messaging.jetstream import messaging_outage
 from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.observability.metrics import RETRIES
@@ -61,8 +62,6 @@ REDIS_MAX_MEMORY = Gauge(
     "proxyfleet_redis_maxmemory_bytes",
     "Redis's maxmemory (0: no limit set), read with the outbox's backlog.",
 )
-
-_ERROR = b'"error"'
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,6 +110,7 @@ class OutboxRelay:
         self._outbox = outbox
         self._nc = nc
         self._settings = settings or RelaySettings()
+        self._batches = Batches(nc, self._settings.ack_timeout)
         self._clock = clock or SystemClock()
         self._next_backlog = 0.0
         self._next_warning = 0.0
@@ -245,35 +245,19 @@ class OutboxRelay:
         return entries
 
     async def _publish(self, entries: list[OutboxEntry]) -> None:
-        """Publish every entry; the last one to each stream goes last and asks for the ack
-        (the order within each stream is kept)."""
-        last: dict[bool, int] = {}
-        for i, entry in enumerate(entries):
-            last[entry.subject.startswith(subjects.INTENT_PREFIX)] = i
-        asks = set(last.values())
-        timeout = self._settings.ack_timeout
-        with messaging_outage("JetStream"):
-            for i, e in enumerate(entries):
-                if i not in asks:
-                    await self._nc.publish(e.subject, e.body, headers={"Nats-Msg-Id": e.msg_id})
-            replies = await asyncio.gather(
-                *(
-                    self._nc.request(
-                        entries[i].subject,
-                        entries[i].body,
-                        timeout,
-                        headers={"Nats-Msg-Id": entries[i].msg_id},
-                    )
-                    for i in sorted(asks)
-                ),
+        """Publish every entry, each stream's share as atomic batches (in order), the two
+        streams at once."""
+        streams: dict[bool, list[OutboxEntry]] = {}
+        for e in entries:
+            streams.setdefault(e.subject.startswith(subjects.INTENT_PREFIX), []).append(e)
+        with messaging_outage("JetStream"):  # a NATS error in either is an outage
+            done = await asyncio.gather(
+                *(self._batches.publish(share) for share in streams.values()),
                 return_exceptions=True,
             )
-            for reply in replies:
-                if isinstance(reply, BaseException):
-                    raise reply
-                if _ERROR in reply.data:
-                    text = reply.data.decode(errors="replace")
-                    raise MessagingUnavailable(f"JetStream refused a message: {text}")
+            for outcome in done:
+                if isinstance(outcome, BaseException):
+                    raise outcome
 
 
 async def _wait(event: asyncio.Event, seconds: float) -> None:
