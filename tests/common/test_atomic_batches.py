@@ -31,7 +31,7 @@ async def make_stream(nc: NatsClient) -> AsyncIterator[StreamFactory]:
                 storage=StorageType.MEMORY,
                 duplicate_window=120,
                 allow_atomic=atomic,
-            )  # fmt: skip
+            )
         )
         made.append(name)
         return name
