@@ -17,7 +17,7 @@ from proxyfleet.common.store import GrantRequest, LeaseStore, PoolStore, ProxyRe
 from proxyfleet.common.store.leases import GrantedProxy
 from proxyfleet.common.store.sessions import SessionLease, SessionStore
 from proxyfleet.common.wire.models import LeaseOutcome
-from proxyfleet.gateway.metrics import GRANT_SECONDS, REPORTS
+from proxyfleet.gateway.metrics import GRANTS_BY_RESULT, REPORTS
 from proxyfleet.gateway.settings import GatewaySettings
 from proxyfleet.gateway.tunnels import Hold
 from proxyfleet.gateway.username import Selector
@@ -61,7 +61,7 @@ class Leaser:
             result = "error"
             raise
         finally:
-            GRANT_SECONDS.labels(result).observe(time.perf_counter() - started)
+            GRANTS_BY_RESULT[result].observe(time.perf_counter() - started)
 
     async def replace(self, old: Hold, sel: Selector, why: str) -> Hold:
         """After the upstream of `old` failed: report it `failed`, get another proxy (the

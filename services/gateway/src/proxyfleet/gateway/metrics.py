@@ -68,3 +68,7 @@ PROXY_BYTES = Counter(
 )
 BYTES_UP = BYTES.labels("up")
 BYTES_DOWN = BYTES.labels("down")
+# The children every tunnel touches, looked up once (labels() takes a lock and a lookup).
+TUNNELS_OK = TUNNELS.labels("ok")
+GRANTS_BY_RESULT = {r: GRANT_SECONDS.labels(r) for r in ("ok", "unavailable", "error")}
+CONNECTS_BY_RESULT = {r: UPSTREAM_CONNECT_SECONDS.labels(r) for r in ("ok", "failed")}

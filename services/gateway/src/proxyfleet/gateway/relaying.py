@@ -18,7 +18,7 @@ from proxyfleet.gateway import framing, wire
 from proxyfleet.gateway.exchange import Cut, Exchange, NoResponse
 from proxyfleet.gateway.forward import ids, upstream_head, with_ids
 from proxyfleet.gateway.leasing import Leaser
-from proxyfleet.gateway.metrics import BYTES_DOWN, TUNNELS
+from proxyfleet.gateway.metrics import BYTES_DOWN, TUNNELS, TUNNELS_OK
 from proxyfleet.gateway.refusals import Refused, bad_response, upstream_failed
 from proxyfleet.gateway.settings import GatewaySettings
 from proxyfleet.gateway.splice import Side
@@ -222,7 +222,7 @@ class Relaying:
         self._tunnels.add(conn.relay)
         if not conn.counted:
             conn.counted = True
-            TUNNELS.labels("ok").inc()
+            TUNNELS_OK.inc()
         if conn.relay.ended:
             raise Cut(conn.relay.ended)
 
@@ -238,7 +238,7 @@ class Relaying:
 
     async def _relay(self, relay: Relay, *, until_upstream_eof: bool) -> None:
         self._tunnels.add(relay)
-        TUNNELS.labels("ok").inc()
+        TUNNELS_OK.inc()
         try:
             await relayed(relay.client, relay.upstream, until_upstream_eof=until_upstream_eof)
         finally:

@@ -12,7 +12,7 @@ from proxyfleet.common.core.errors import ConfigError
 from proxyfleet.common.domain.socks5 import Reply, Socks5Error
 from proxyfleet.common.store.leases import GrantedProxy
 from proxyfleet.common.wire.models import Scheme
-from proxyfleet.gateway.metrics import BYTES_DOWN, UPSTREAM_CONNECT_SECONDS
+from proxyfleet.gateway.metrics import BYTES_DOWN, CONNECTS_BY_RESULT
 from proxyfleet.gateway.socks import resolve, socks_connect
 from proxyfleet.gateway.splice import HeadTooLarge, Side
 from proxyfleet.gateway.wire import basic_value
@@ -107,7 +107,7 @@ class Dialer:
             result = "ok"
             return side
         finally:
-            UPSTREAM_CONNECT_SECONDS.labels(result).observe(time.perf_counter() - started)
+            CONNECTS_BY_RESULT[result].observe(time.perf_counter() - started)
 
     async def plain(self, proxy: GrantedProxy, host: str, port: int) -> Side:
         """A connection for plain-HTTP requests to host:port: to the proxy itself (the
