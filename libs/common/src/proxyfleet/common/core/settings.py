@@ -11,6 +11,7 @@ from dataclasses import MISSING, dataclass, field
 from typing import Any, Literal
 
 from proxyfleet.common.core.errors import ConfigError
+from proxyfleet.common.core.redis_url import parse_redis_url
 
 OPTION = "proxyfleet.option"
 """Key of a field's metadata that holds its `OptionMeta`."""
@@ -54,7 +55,10 @@ class CommonSettings:
     """NATS server URL; several, comma-separated, for the seeds of a NATS cluster (one
     that does not answer at start is skipped)."""
     redis_url: str = option("redis://127.0.0.1:6379/0", env_aliases=("REDIS_URL",))
-    """Redis URL of the system of record."""
+    """Redis URL of the system of record: redis:// or rediss:// for one server (or a
+    managed Redis that fails over behind one address), or
+    redis+sentinel://host:26379,host:26379/<master>[/<db>] to follow the primary Sentinel
+    names (docs/high-availability.md)."""
     installation_id: str = "dev"
     """Marks every resource this installation creates; GC never touches other ids."""
     namespace: str = option("pf", env_aliases=("PROXYFLEET_REDIS_NAMESPACE",))
@@ -78,6 +82,7 @@ class CommonSettings:
     """json (production) or console (readable, for the dev stack)."""
 
     def __post_init__(self) -> None:
+        parse_redis_url(self.redis_url)  # a bad URL fails the start (exit 2), not a connect
         if self.outbox_high_water < 0:
             raise ConfigError("--outbox-high-water: expected 0 (no mark) or a number of entries")
         if self.redis_wait_replicas < 0:

@@ -127,6 +127,13 @@ class _Protocol(asyncio.Protocol):
         self.reader.feed(data)
         while (reply := self.reader.gets()) is not False:
             waiter = self.waiters.popleft()
+            readonly = isinstance(reply, ResponseError) and str(reply).startswith("READONLY")
+            if readonly and not self.lost:
+                # The primary became a replica (a failover): the next call reconnects, to
+                # the new primary when the address comes from Sentinel.
+                self.lost = True
+                if self.transport is not None:
+                    self.transport.close()
             if waiter.done():
                 continue
             if isinstance(reply, ResponseError):
@@ -136,6 +143,8 @@ class _Protocol(asyncio.Protocol):
                     error = NoScriptError(text)
                 elif text.startswith("LOADING"):
                     error = _lost(f"Redis is loading its dataset: {text}")
+                elif readonly:
+                    error = _lost(f"Redis is a replica now: {text}")
                 waiter.set_exception(error)
             else:
                 waiter.set_result(reply)
