@@ -54,6 +54,9 @@ class CommonSettings:
     nats_url: str = option("nats://127.0.0.1:4222", env_aliases=("NATS_URL",))
     """NATS server URL; several, comma-separated, for the seeds of a NATS cluster (one
     that does not answer at start is skipped)."""
+    stream_replicas: int = 1
+    """Copies of each JetStream stream: 1 for one NATS server, 3 for a cluster of three
+    (every service declares the streams at start with this count)."""
     redis_url: str = option("redis://127.0.0.1:6379/0", env_aliases=("REDIS_URL",))
     """Redis URL of the system of record: redis:// or rediss:// for one server (or a
     managed Redis that fails over behind one address), or
@@ -89,3 +92,5 @@ class CommonSettings:
             raise ConfigError("--redis-wait-replicas: expected 0 (no wait) or more")
         if not 0 < self.redis_wait_timeout <= 60:
             raise ConfigError("--redis-wait-timeout: expected seconds > 0, at most 60")
+        if not 1 <= self.stream_replicas <= 5:  # JetStream's own bounds
+            raise ConfigError(f"--stream-replicas: {self.stream_replicas} (expected 1 to 5)")
