@@ -16,7 +16,13 @@ import pytest
 import redis
 import redis.asyncio as aioredis
 from redis.asyncio.sentinel import MasterNotFoundError
-from tests.common.test_start_outage import BIN, _run_while_unreachable
+from tests.common.test_start_outage import (
+    BIN,
+    CONFIG,
+    _argv,
+    _readyz,
+    _run_while_unreachable,
+)
 
 from proxyfleet.common.core.errors import ConfigError, StoreUnavailable
 from proxyfleet.common.host.connect import redis_reachable
@@ -27,6 +33,7 @@ from proxyfleet.devstack.sentinel import (
     start_sentinel,
     start_sentinel_group,
 )
+from proxyfleet.devstack.servers import free_port
 
 FOLLOWS_WITHIN = 15.0
 """Seconds from a failover until writes reach the new primary (Sentinel takes a few)."""
@@ -220,3 +227,31 @@ def test_a_malformed_sentinel_url_stops_the_start_with_exit_2(tmp_path: Path) ->
     assert done.returncode == 2, done.stderr
     assert "redis_url: a Sentinel URL names the master" in done.stderr
     assert "hunter2" not in done.stderr + done.stdout
+
+
+def test_a_service_on_the_sentinel_url_becomes_ready(
+    tmp_path: Path, sentinel_group: SentinelGroup, nats_url: str
+) -> None:
+    """The whole path: the setting, the start's wait for Redis, the readiness check."""
+    config = tmp_path / "providers.yaml"
+    config.write_text(CONFIG.replace("STATE", str(tmp_path / "state")))
+    port = free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("PROXYFLEET_")}
+    env |= {"PROXYFLEET_NATS_URL": nats_url, "PROXYFLEET_REDIS_URL": sentinel_group.url}
+    log = tmp_path / "api.log"
+    with open(log, "wb") as out:
+        proc = subprocess.Popen(
+            _argv("api", port, config), env=env, stdout=out, stderr=subprocess.STDOUT
+        )
+    try:
+        deadline = time.monotonic() + 30
+        while (status := _readyz(port)) != 200:
+            assert proc.poll() is None, log.read_text()
+            assert time.monotonic() < deadline, f"/readyz {status}: {log.read_text()}"
+            time.sleep(0.1)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0, log.read_text()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
