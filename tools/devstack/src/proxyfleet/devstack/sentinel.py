@@ -122,11 +122,13 @@ def _wait_ready(group: SentinelGroup) -> None:
 
 def _ready(group: SentinelGroup) -> bool:
     try:
-        with redis.Redis(port=port_of(group.redis[1]), decode_responses=True) as replica:
+        with redis.Redis(
+            port=port_of(group.redis[1]), socket_timeout=1, decode_responses=True
+        ) as replica:
             if replica.info("replication").get("master_link_status") != "up":
                 return False
         for port in group.sentinel_ports:
-            with redis.Redis(port=port, decode_responses=True) as sentinel:
+            with redis.Redis(port=port, socket_timeout=1, decode_responses=True) as sentinel:
                 state = sentinel.execute_command("SENTINEL", "MASTER", group.master)
                 if isinstance(state, list):  # RESP2: a flat list of names and values
                     state = dict(zip(state[::2], state[1::2], strict=True))
