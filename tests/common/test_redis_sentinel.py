@@ -225,7 +225,7 @@ def test_a_malformed_sentinel_url_stops_the_start_with_exit_2(tmp_path: Path) ->
         check=False,
     )
     assert done.returncode == 2, done.stderr
-    assert "redis_url: a Sentinel URL names the master" in done.stderr
+    assert "--redis-url: a Sentinel URL names the master" in done.stderr
     assert "hunter2" not in done.stderr + done.stdout
 
 

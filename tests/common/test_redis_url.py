@@ -72,7 +72,7 @@ def test_a_password_alone_is_the_redis_password() -> None:
     ],
 )
 def test_a_bad_url_says_what_is_wrong(url: str, says: str) -> None:
-    with pytest.raises(ConfigError, match="redis_url: ") as caught:
+    with pytest.raises(ConfigError, match="--redis-url: ") as caught:
         parse_redis_url(url)
     assert says in str(caught.value)
 

@@ -63,18 +63,18 @@ def parse_redis_url(url: str) -> RedisTarget:
     scheme = scheme.lower()
     if not sep:
         raise ConfigError(
-            "redis_url: not a URL (expected redis://, rediss:// or redis+sentinel://)"
+            "--redis-url: not a URL (expected redis://, rediss:// or redis+sentinel://)"
         )
     if scheme in DIRECT_SCHEMES:
         return DirectRedis(url)
     if scheme == "rediss+sentinel":
         raise ConfigError(
-            "redis_url: TLS to Sentinel (rediss+sentinel://) is not supported; use "
+            "--redis-url: TLS to Sentinel (rediss+sentinel://) is not supported; use "
             "redis+sentinel:// on a private network, or a managed Redis's rediss:// endpoint"
         )
     if scheme != SENTINEL_SCHEME:
         raise ConfigError(
-            f"redis_url: unknown scheme {scheme!r} "
+            f"--redis-url: unknown scheme {scheme!r} "
             "(expected redis://, rediss://, unix:// or redis+sentinel://)"
         )
     return _parse_sentinel(url)
@@ -84,9 +84,9 @@ def _parse_sentinel(url: str) -> SentinelRedis:
     try:
         parts = urlsplit(url)
     except ValueError as exc:  # unbalanced IPv6 brackets
-        raise ConfigError(f"redis_url: not a valid Sentinel URL ({exc})") from None
+        raise ConfigError(f"--redis-url: not a valid Sentinel URL ({exc})") from None
     if parts.fragment:
-        raise ConfigError("redis_url: a Sentinel URL has no #fragment")
+        raise ConfigError("--redis-url: a Sentinel URL has no #fragment")
     userinfo, at, hosts = parts.netloc.rpartition("@")
     username = password = None
     if at:
@@ -99,24 +99,24 @@ def _parse_sentinel(url: str) -> SentinelRedis:
     path = [unquote(p) for p in parts.path.split("/")[1:]]
     if not path or not path[0]:
         raise ConfigError(
-            "redis_url: a Sentinel URL names the master after the hosts "
+            "--redis-url: a Sentinel URL names the master after the hosts "
             "(redis+sentinel://host:26379/<master>[/<db>])"
         )
     if len(path) > 2 or (len(path) == 2 and not path[1].isdigit()):
         raise ConfigError(
-            f"redis_url: after the master {path[0]!r} only a database number may follow "
+            f"--redis-url: after the master {path[0]!r} only a database number may follow "
             "(redis+sentinel://host:26379/<master>[/<db>])"
         )
     query = parse_qs(parts.query, keep_blank_values=True, strict_parsing=False)
     unknown = sorted(set(query) - SENTINEL_QUERY)
     if unknown:
         raise ConfigError(
-            f"redis_url: unknown Sentinel URL parameter(s) {', '.join(unknown)} "
+            f"--redis-url: unknown Sentinel URL parameter(s) {', '.join(unknown)} "
             f"(known: {', '.join(sorted(SENTINEL_QUERY))})"
         )
     repeated = sorted(k for k, v in query.items() if len(v) > 1)
     if repeated:
-        raise ConfigError(f"redis_url: parameter(s) given twice: {', '.join(repeated)}")
+        raise ConfigError(f"--redis-url: parameter(s) given twice: {', '.join(repeated)}")
     return SentinelRedis(
         sentinels=sentinels,
         master=path[0],
@@ -132,10 +132,10 @@ def _address(text: str) -> tuple[str, int]:
     match = _HOST_PORT.fullmatch(text.strip())
     if not text.strip() or match is None:
         raise ConfigError(
-            f"redis_url: bad Sentinel address {text!r} (expected host[:port], "
+            f"--redis-url: bad Sentinel address {text!r} (expected host[:port], "
             "comma-separated; IPv6 in brackets)"
         )
     port = int(match["port"]) if match["port"] else SENTINEL_PORT
     if not 0 < port < 65536:
-        raise ConfigError(f"redis_url: Sentinel port {port} out of range (1-65535)")
+        raise ConfigError(f"--redis-url: Sentinel port {port} out of range (1-65535)")
     return match["v6"] or match["host"], port

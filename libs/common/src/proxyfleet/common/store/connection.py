@@ -10,7 +10,7 @@ from typing import Any, cast
 
 import redis.asyncio as aioredis
 from redis.asyncio.retry import Retry
-from redis.asyncio.sentinel import MasterNotFoundError, Sentinel, SentinelConnectionPool
+from redis.asyncio.sentinel import MasterNotFoundError, Sentinel
 from redis.backoff import NoBackoff
 from redis.exceptions import AuthenticationError, ResponseError
 from redis.exceptions import ConnectionError as RedisConnectionError
@@ -66,12 +66,6 @@ def _through_sentinel(target: SentinelRedis) -> aioredis.Redis:
     assert isinstance(client, SentinelClient)
     client.sentinel_manager = sentinel
     return client
-
-
-def sentinel_pool(client: aioredis.Redis) -> SentinelConnectionPool | None:
-    """The client's pool when it follows a primary through Sentinel."""
-    pool = client.connection_pool
-    return pool if isinstance(pool, SentinelConnectionPool) else None
 
 
 class SentinelClient(aioredis.Redis):
