@@ -33,7 +33,7 @@ from proxyfleet.devstack.sentinel import (
     start_sentinel,
     start_sentinel_group,
 )
-from proxyfleet.devstack.servers import free_port
+from proxyfleet.devstack.servers import free_port, start_redis
 
 FOLLOWS_WITHIN = 15.0
 """Seconds from a failover until writes reach the new primary (Sentinel takes a few)."""
@@ -255,3 +255,29 @@ def test_a_service_on_the_sentinel_url_becomes_ready(
         if proc.poll() is None:
             proc.kill()
             proc.wait()
+
+
+async def test_a_mux_on_a_demoted_primary_reconnects_to_the_new_one(tmp_path: Path) -> None:
+    """Sentinel kills the demoted primary's clients; a demotion without it (REPLICAOF by
+    hand, some managed services) leaves the connection up and refusing writes (READONLY):
+    the mux drops it, and its next call goes where `locate` now says."""
+    old, new = start_redis(tmp_path / "old"), start_redis(tmp_path / "new")
+    where = [port_of(old)]
+
+    async def locate() -> tuple[str, int]:
+        return "127.0.0.1", where[0]
+
+    mux = ScriptMux("127.0.0.1", 1, locate=locate)
+    try:
+        assert await mux.run(INCR, ["n"], []) == 1
+        with redis.Redis(port=port_of(old)) as direct:
+            direct.execute_command("REPLICAOF", "127.0.0.1", str(port_of(new)))
+        where[0] = port_of(new)
+        with pytest.raises(StoreUnavailable, match="READONLY"):
+            await mux.run(INCR, ["n"], [])
+        assert await mux.run(INCR, ["n"], []) == 1  # the new primary's own count
+        assert _value_at(port_of(new), "n") == "1"
+    finally:
+        await mux.aclose()
+        old.stop()
+        new.stop()
