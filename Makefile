@@ -4,7 +4,7 @@ UV ?= $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 export UV_LINK_MODE ?= copy
 
 .PHONY: run test lint fmt setup uv-installed build-packages proxy-packages kvm-packages \
-	system-packages browser-packages upstream-packages bench bench-packages peer-packages clean generate test-integration-kvm test-integration-gcp test-integration-k8s test-fast asyncapi crd test-faults test-deploy
+	system-packages browser-packages upstream-packages sentinel-packages bench bench-packages peer-packages clean generate test-integration-kvm test-integration-gcp test-integration-k8s test-fast asyncapi crd test-faults test-deploy
 
 # Debian packages, each installed once: apt runs only for those dpkg does not list as installed.
 BUILD_PACKAGES := libvirt-dev pkg-config
@@ -12,6 +12,7 @@ KVM_PACKAGES := libvirt-daemon libvirt-daemon-driver-qemu libvirt-clients qemu-s
 	qemu-utils ovmf dnsmasq-base iptables iproute2
 BROWSER_PACKAGES := chromium fonts-dejavu-core
 UPSTREAM_PACKAGES := microsocks
+SENTINEL_PACKAGES := redis-sentinel
 
 # $(call apt-install,PACKAGES,WHAT): install the missing PACKAGES as root; otherwise say how.
 define apt-install
@@ -66,7 +67,11 @@ browser-packages: ## Chromium and a font: the dashboard tests (tests/ui) drive a
 upstream-packages: ## microsocks: the SOCKS5 upstream the tests of brought proxies use (tests/upstreams)
 	$(call apt-install,$(UPSTREAM_PACKAGES),the upstream proxy tests)
 
-system-packages: build-packages proxy-packages kvm-packages browser-packages upstream-packages ## Every Debian package the tests use
+# Without it the tests run Sentinels as `redis-server --sentinel` (the same program).
+sentinel-packages: ## redis-sentinel: the Redis-through-Sentinel and failover tests (tests/common/test_redis_sentinel.py)
+	$(call apt-install,$(SENTINEL_PACKAGES),the Sentinel tests)
+
+system-packages: build-packages proxy-packages kvm-packages browser-packages upstream-packages sentinel-packages ## Every Debian package the tests use
 
 run: proxy-packages setup ## Start NATS, Redis, every service and the local provider
 	$(UV) run --frozen proxyfleet-dev run

@@ -74,7 +74,8 @@ SLOW_MODULES = {
 """Modules never marked `pure` though no server fixture shows it (paths from the root)."""
 PROCESS_FIXTURES = {
     "target", "squid", "proxypy", "own_squid", "proxy_state_dir", "stack", "fake_api",
-    "socks5_upstream", "tls_upstream", "vendor_gateway",
+    "socks5_upstream", "tls_upstream", "vendor_gateway", "sentinel_group",
+    "tls_redis",
 }  # fmt: skip
 """Fixtures that start processes: a test using one is at least `process`."""
 

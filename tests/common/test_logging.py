@@ -14,6 +14,10 @@ def test_redacts_credentials_in_urls_and_auth_headers() -> None:
     assert redact_value("http://bob:hunter2@10.0.0.1:3128") == "http://***:***@10.0.0.1:3128"
     assert "hunter2" not in redact_value("Proxy-Authorization: Basic Ym9iOmh1bnRlcjI=")
     assert "tok" not in redact_value("Authorization: Bearer tok123")
+    sentinel = "redis+sentinel://:pw1@h:26379/m?sentinel_password=pw2&sentinel_username=u"
+    assert redact_value(sentinel) == (
+        "redis+sentinel://***:***@h:26379/m?sentinel_password=***&sentinel_username=u"
+    )
 
 
 def test_secret_keys_never_printed(capsys: pytest.CaptureFixture[str]) -> None:

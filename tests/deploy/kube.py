@@ -27,6 +27,7 @@ OVERLAYS = (
     "kubernetes-gcp-key",
     "kubernetes-static",
     "kubernetes-static-ca",
+    "kubernetes-ha",
 )
 """Every kustomization under deploy/ that is applied as it is (the components and
 deploy/kubernetes/core are rendered through these)."""

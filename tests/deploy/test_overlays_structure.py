@@ -115,16 +115,21 @@ def test_budgets_and_autoscalers_select_an_existing_deployment(docs: list[Doc]) 
         (d["metadata"]["namespace"], d["metadata"]["name"]): d for d in of_kind(docs, "Deployment")
     }
     budgets = of_kind(docs, "PodDisruptionBudget")
-    # Every Deployment has exactly one budget, and each budget selects exactly one.
+    # Every Deployment has exactly one budget, and each budget selects exactly one workload
+    # (a StatefulSet of replicated stores too: deploy/kubernetes/ha).
     covered = []
     for pdb in budgets:
-        (dep,) = _selected(
+        (workload,) = _selected(
             docs, pdb["metadata"]["namespace"], pdb["spec"]["selector"]["matchLabels"]
         )
-        assert dep["kind"] == "Deployment"
         assert pdb["spec"] == {"maxUnavailable": 1, "selector": pdb["spec"]["selector"]}
-        covered.append((dep["metadata"]["namespace"], dep["metadata"]["name"]))
-    assert sorted(covered) == sorted(deployments)
+        covered.append(
+            (workload["kind"], workload["metadata"]["namespace"], workload["metadata"]["name"])
+        )
+    assert len(covered) == len(set(covered))
+    assert sorted((ns, name) for kind, ns, name in covered if kind == "Deployment") == sorted(
+        deployments
+    )
     autoscaled = set()
     for hpa in of_kind(docs, "HorizontalPodAutoscaler"):
         target = hpa["spec"]["scaleTargetRef"]

@@ -3,6 +3,7 @@ served in this loop with every server's URL, declaring its streams with three re
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -10,14 +11,11 @@ from typing import Any
 import httpx
 import pytest
 import redis.asyncio as aioredis
-from nats.aio.client import Client as NatsClient
 from tests.api.helpers import ADMIN, CLIENT, Api, api_settings, providers_config, serve
 
-from proxyfleet.api import deps
 from proxyfleet.api.app import create_app
 from proxyfleet.api.deps import AppDeps
 from proxyfleet.common.core.clock import ManualClock
-from proxyfleet.common.host.connect import nats_with_streams
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.devstack.nats_cluster import NatsCluster, start_nats_cluster
 
@@ -40,23 +38,17 @@ async def cluster_api(
     redis_client: aioredis.Redis,
     redis_url: str,
     nats_cluster: NatsCluster,
-    monkeypatch: pytest.MonkeyPatch,
 ) -> AsyncIterator[ClusterApi]:
-    """Start apps on a clean Redis and the cluster (or the `nats_url` given).
-
-    The streams get three replicas: until a setting carries the count to the API (the
-    `stream_replicas` setting on branch `sentinel`), the API's connect is given it here; with
-    the default of 1 its start would scale the cluster's streams down to one copy."""
-
-    async def with_three_replicas(service: str, url: str, *_: int) -> NatsClient:
-        return await nats_with_streams(service, url, REPLICAS)  # not the count it is given
-
-    monkeypatch.setattr(deps, "nats_with_streams", with_three_replicas)
+    """Start apps on a clean Redis and the cluster (or the `nats_url` given), with
+    `stream_replicas` 3 (with the default of 1 a start would scale the cluster's streams
+    down to one copy)."""
     closers: list[Callable[[], Awaitable[None]]] = []
 
     async def start(nats_url: str = nats_cluster.url, **overrides: Any) -> Api:
         clock = ManualClock()
         settings = api_settings(redis_url, nats_url, **overrides)
+        common = dataclasses.replace(settings.common, stream_replicas=REPLICAS)
+        settings = dataclasses.replace(settings, common=common)
         app = create_app(settings, AppDeps(providers=providers_config(), clock=clock))
         url, stop = await serve(app)
         admin, client, anon, other = (

@@ -76,7 +76,7 @@ async def open_backends(
     redis = connect_redis(common.redis_url)
     try:
         await redis_reachable("api", common.redis_url, redis)
-        nc = await nats_with_streams("api", common.nats_url)
+        nc = await nats_with_streams("api", common.nats_url, common.stream_replicas)
         try:
             policy = LeasePolicy(
                 cooldown=settings.cooldown,

@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -141,11 +142,17 @@ def start_nats(data_dir: Path, log: Path | None = None, *, tied: bool = False) -
 
 
 def start_redis(
-    data_dir: Path, log: Path | None = None, *, persistent: bool = False, tied: bool = False
+    data_dir: Path,
+    log: Path | None = None,
+    *,
+    persistent: bool = False,
+    tied: bool = False,
+    options: Sequence[str] = (),
 ) -> Server:
     """`persistent`: append-only file (fsync every second) in `data_dir`, as production
     should run it (docs/operations.md); tests and the bench keep everything in memory.
-    `tied`: the server ends with this process (tie.py)."""
+    `tied`: the server ends with this process (tie.py). `options`: more redis-server
+    arguments (e.g. `--replicaof`)."""
     data_dir.mkdir(parents=True, exist_ok=True)
     port = free_port()
     out = open(log, "ab") if log else subprocess.DEVNULL  # noqa: SIM115
@@ -165,6 +172,7 @@ def start_redis(
         str(data_dir),
         "--daemonize",
         "no",
+        *options,
     ]
     proc = subprocess.Popen(
         tie.tied(argv) if tied else argv,

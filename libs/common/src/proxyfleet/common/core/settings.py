@@ -11,6 +11,7 @@ from dataclasses import MISSING, dataclass, field
 from typing import Any, Literal
 
 from proxyfleet.common.core.errors import ConfigError
+from proxyfleet.common.core.redis_url import parse_redis_url
 
 OPTION = "proxyfleet.option"
 """Key of a field's metadata that holds its `OptionMeta`."""
@@ -53,8 +54,14 @@ class CommonSettings:
     nats_url: str = option("nats://127.0.0.1:4222", env_aliases=("NATS_URL",))
     """NATS server URL; several, comma-separated, for the seeds of a NATS cluster (one
     that does not answer at start is skipped)."""
+    stream_replicas: int = 1
+    """Copies of each JetStream stream: 1 for one NATS server, 3 for a cluster of three
+    (every service declares the streams at start with this count)."""
     redis_url: str = option("redis://127.0.0.1:6379/0", env_aliases=("REDIS_URL",))
-    """Redis URL of the system of record."""
+    """Redis URL of the system of record: redis:// or rediss:// for one server (or a
+    managed Redis that fails over behind one address), or
+    redis+sentinel://host:26379,host:26379/<master>[/<db>] to follow the primary Sentinel
+    names (docs/high-availability.md)."""
     installation_id: str = "dev"
     """Marks every resource this installation creates; GC never touches other ids."""
     namespace: str = option("pf", env_aliases=("PROXYFLEET_REDIS_NAMESPACE",))
@@ -78,9 +85,12 @@ class CommonSettings:
     """json (production) or console (readable, for the dev stack)."""
 
     def __post_init__(self) -> None:
+        parse_redis_url(self.redis_url)  # a bad URL fails the start (exit 2), not a connect
         if self.outbox_high_water < 0:
             raise ConfigError("--outbox-high-water: expected 0 (no mark) or a number of entries")
         if self.redis_wait_replicas < 0:
             raise ConfigError("--redis-wait-replicas: expected 0 (no wait) or more")
         if not 0 < self.redis_wait_timeout <= 60:
             raise ConfigError("--redis-wait-timeout: expected seconds > 0, at most 60")
+        if not 1 <= self.stream_replicas <= 5:  # JetStream's own bounds
+            raise ConfigError(f"--stream-replicas: {self.stream_replicas} (expected 1 to 5)")

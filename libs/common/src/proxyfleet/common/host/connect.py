@@ -14,7 +14,7 @@ from redis.exceptions import AuthenticationError
 
 from proxyfleet.common.core.errors import ConfigError, MessagingUnavailable, StoreUnavailable
 from proxyfleet.common.messaging.jetstream import connect_nats, ensure_streams, messaging_outage
-from proxyfleet.common.observability.logging import get_logger
+from proxyfleet.common.observability.logging import get_logger, redact_value
 from proxyfleet.common.observability.metrics import RETRIES
 from proxyfleet.common.store.outage import OUTAGES, unavailable
 
@@ -90,12 +90,14 @@ async def nats_with_streams(service: str, url: str, replicas: int = 1) -> NatsCl
 async def redis_reachable(service: str, url: str, client: aioredis.Redis) -> None:
     """Wait until Redis answers PING (refused, timing out or LOADING: try again)."""
 
+    shown = redact_value(url)  # a ConfigError is printed as it is, not through the log
+
     async def once() -> None:
         try:
             await client.ping()
         except AuthenticationError as exc:  # a ConnectionError to redis-py, not an outage
-            raise ConfigError(f"Redis at {url}: {exc}") from exc
+            raise ConfigError(f"Redis at {shown}: {exc}") from exc
         except OUTAGES as exc:
-            raise unavailable(f"Redis at {url}: {exc}") from exc
+            raise unavailable(f"Redis at {shown}: {exc}") from exc
 
     await keep_trying(service, "redis", url, once)

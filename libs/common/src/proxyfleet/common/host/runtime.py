@@ -191,7 +191,9 @@ async def _connect(
     try:
         async with asyncio.timeout(timeout):
             if service.needs_nats:
-                conns.nats = await nats_with_streams(service.name, common.nats_url)
+                conns.nats = await nats_with_streams(
+                    service.name, common.nats_url, common.stream_replicas
+                )
             if service.needs_redis:
                 conns.redis = connect_redis(common.redis_url)
                 await redis_reachable(service.name, common.redis_url, conns.redis)

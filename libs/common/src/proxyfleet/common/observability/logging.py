@@ -34,10 +34,13 @@ is no URL); a `line` that is a number (where a bad one is in its file) is shown.
 # username alone (a vendor's holds the account) or an empty one (redis://:pw@) is cut too.
 _URL_CREDS = re.compile(r"(?P<scheme>[a-z][a-z0-9+.-]*://)[^\s]*@", re.IGNORECASE)
 _BEARER = re.compile(r"(Bearer|Basic)\s+[A-Za-z0-9._~+/=-]+", re.IGNORECASE)
+# A URL's query parameter that holds a secret (a Sentinel URL's sentinel_password=).
+_QUERY_SECRET = re.compile(r"([?&][a-z_]*(?:password|token|secret)=)[^&\s]*", re.IGNORECASE)
 
 
 def redact_value(value: str) -> str:
-    return _BEARER.sub(r"\1 ***", _URL_CREDS.sub(r"\g<scheme>***:***@", value))
+    value = _QUERY_SECRET.sub(r"\1***", _URL_CREDS.sub(r"\g<scheme>***:***@", value))
+    return _BEARER.sub(r"\1 ***", value)
 
 
 def redact(_: Any, __: str, event_dict: MutableMapping[str, Any]) -> MutableMapping[str, Any]:

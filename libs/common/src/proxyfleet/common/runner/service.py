@@ -49,9 +49,12 @@ class ProvisionerRunner:
         installation_id: str,
         clock: Clock | None = None,
         relay: OutboxRelay | None = None,
+        stream_replicas: int = 1,
     ) -> None:
         """`relay`: publishes the registry's outbox; None builds one on `nc`. A service
-        host running one relay per process passes it (or a relay that never relays)."""
+        host running one relay per process passes it (or a relay that never relays).
+        `stream_replicas`: as the streams are declared at start (CommonSettings)."""
+        self._stream_replicas = stream_replicas
         clock = clock or SystemClock()
         self._nc = nc
         self._js = nc.jetstream()
@@ -84,7 +87,7 @@ class ProvisionerRunner:
 
     async def run(self, stop: asyncio.Event) -> None:
         """Serve until `stop` is set; in-flight intents get shutdown_grace to finish."""
-        await ensure_streams(self._js)
+        await ensure_streams(self._js, self._stream_replicas)
         await self.resources.start()
         try:
             async with asyncio.TaskGroup() as tasks:
@@ -139,6 +142,7 @@ def provisioner_service(
             settings=ctx.settings,
             installation_id=ctx.common.installation_id,
             clock=ctx.clock,
+            stream_replicas=ctx.common.stream_replicas,
         )
         extra = components(provider, registry, ctx) if components else {}
         if lost is not None:

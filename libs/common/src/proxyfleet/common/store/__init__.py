@@ -1,5 +1,6 @@
 """Redis-backed system of record: the proxy registry and the lease store (atomic Lua)."""
 
+from proxyfleet.common.store.connection import connect_redis
 from proxyfleet.common.store.creates import Created, Fence, Idempotency
 from proxyfleet.common.store.installation import Installation, InstallationMarker
 from proxyfleet.common.store.leases import GrantRequest, LeaseStore
@@ -11,7 +12,6 @@ from proxyfleet.common.store.pools import PoolOwned, PoolStore
 from proxyfleet.common.store.provider_entries import AddedEntry, ProviderEntries
 from proxyfleet.common.store.registry import ProbeClaim, ProxyRegistry
 from proxyfleet.common.store.replies import FencedOut
-from proxyfleet.common.store.scripts import connect_redis
 from proxyfleet.common.store.transitions import TransitionResult
 
 __all__ = [

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import ssl
 from collections import deque
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from typing import Any, cast
 
 import hiredis
 import redis.asyncio as aioredis
+from redis.asyncio.connection import SSLConnection
 from redis.asyncio.sentinel import SentinelConnectionPool
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import NoScriptError, ResponseError
@@ -127,6 +129,13 @@ class _Protocol(asyncio.Protocol):
         self.reader.feed(data)
         while (reply := self.reader.gets()) is not False:
             waiter = self.waiters.popleft()
+            readonly = isinstance(reply, ResponseError) and str(reply).startswith("READONLY")
+            if readonly and not self.lost:
+                # The primary became a replica (a failover): the next call reconnects, to
+                # the new primary when the address comes from Sentinel.
+                self.lost = True
+                if self.transport is not None:
+                    self.transport.close()
             if waiter.done():
                 continue
             if isinstance(reply, ResponseError):
@@ -136,6 +145,8 @@ class _Protocol(asyncio.Protocol):
                     error = NoScriptError(text)
                 elif text.startswith("LOADING"):
                     error = _lost(f"Redis is loading its dataset: {text}")
+                elif readonly:
+                    error = _lost(f"Redis is a replica now: {text}")
                 waiter.set_exception(error)
             else:
                 waiter.set_result(reply)
@@ -159,11 +170,14 @@ class ScriptMux:
         password: str | None = None,
         wait: ReplicaWait | None = None,
         locate: Locate | None = None,
+        tls: ssl.SSLContext | None = None,
     ) -> None:
         """`wait`: replicas every script's writes must reach before its reply is given.
-        `locate`: where the primary is, asked at each (re)connect instead of host:port."""
+        `locate`: where the primary is, asked at each (re)connect instead of host:port.
+        `tls`: connect with TLS (rediss://)."""
         self._addr = (host, port)
         self._locate = locate
+        self._tls = tls
         self._wait = wait if wait is not None and wait.replicas > 0 else None
         self._setup = [encode_command("SELECT", db)] if db else []
         if password:
@@ -195,6 +209,7 @@ class ScriptMux:
             password=kw.get("password"),
             wait=wait,
             locate=locate,
+            tls=_tls_context(client),
         )
 
     async def _connected(self) -> _Protocol:
@@ -208,7 +223,10 @@ class ScriptMux:
                     if self._locate is not None:
                         self._addr = await self._locate()
                     wait = self._wait
-                    _, new = await loop.create_connection(lambda: _Protocol(wait), *self._addr)
+                    _, new = await loop.create_connection(
+                        lambda: _Protocol(wait), *self._addr, ssl=self._tls
+                    )
+                # ssl.SSLError is an OSError (a certificate not trusted)
                 except (OSError, RedisConnectionError) as exc:
                     msg = f"cannot reach Redis at {self._addr}: {exc}"
                     raise _lost(msg) from exc
@@ -251,3 +269,14 @@ class ScriptMux:
         proto, self._proto = self._proto, None
         if proto is not None and proto.transport is not None:
             proto.transport.close()
+
+
+def _tls_context(client: aioredis.Redis) -> ssl.SSLContext | None:
+    """The TLS context the client's own connections use (rediss://: its CA, certificate
+    checks and client certificate), built by redis-py from the same settings."""
+    pool = client.connection_pool
+    if not issubclass(pool.connection_class, SSLConnection):
+        return None
+    connection = pool.connection_class(**pool.connection_kwargs)  # no I/O until connect
+    assert isinstance(connection, SSLConnection)
+    return connection.ssl_context.get()

@@ -1,4 +1,4 @@
-"""Loading the Lua scripts (once per process) and the Redis connection."""
+"""Loading the Lua scripts (once per process)."""
 
 from __future__ import annotations
 
@@ -12,11 +12,6 @@ from redis.commands.core import AsyncScript
 
 from proxyfleet.common.store.mux import LuaScript, ScriptMux
 from proxyfleet.common.store.prelude import lua_prelude
-
-
-def connect_redis(url: str) -> aioredis.Redis:
-    """One connection pool per process; replies decoded as str."""
-    return aioredis.Redis.from_url(url, decode_responses=True, health_check_interval=30)
 
 
 @cache
