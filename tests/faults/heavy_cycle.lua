@@ -1,0 +1,108 @@
+-- The fault suite's heavy load (tests/faults/heavy.py): grant -> release cycles as the
+-- bench's cycle.lua, but one connection per thread (wrk -tN -cN), so every response
+-- answers the request its thread sent last. Each thread writes what the audit needs to a
+-- file of its own (merged by heavy.py), one tab-separated line per fact:
+--   R op started seconds status code retry_after   every answered request (status 0: none)
+--   G lease_id proxy_id epoch granted_at expires_at  every 201 grant
+--   X lease_id release_sent status                  a lease's release, once it is settled
+-- Times are wall-clock seconds (the stream's clock: one machine). A release refused for a
+-- while (503) is sent again after Retry-After (capped) until PF_RELEASE_FOR seconds.
+-- Env: PF_TOKEN, PF_RECORD_DIR (empty: record nothing, to measure what recording costs),
+-- PF_TTL, PF_RELEASE_FOR.
+local ffi = require("ffi")
+ffi.cdef [[
+  typedef struct { long tv_sec; long tv_nsec; } pf_timespec;
+  int clock_gettime(int clk_id, pf_timespec *tp);
+]]
+local ts = ffi.new("pf_timespec")
+local function now()
+  ffi.C.clock_gettime(0, ts) -- CLOCK_REALTIME: comparable with the servers' event times
+  return tonumber(ts.tv_sec) + tonumber(ts.tv_nsec) / 1e9
+end
+
+local headers = {
+  ["Authorization"] = "Bearer " .. (os.getenv("PF_TOKEN") or ""),
+  ["Content-Type"] = "application/json",
+}
+local record_dir = os.getenv("PF_RECORD_DIR") or ""
+local grant_body = '{"ttl":' .. (os.getenv("PF_TTL") or "10") .. ',"holder":"heavy"}'
+local release_for = tonumber(os.getenv("PF_RELEASE_FOR") or "20")
+
+local threads = 0
+function setup(thread) -- runs in wrk's main state, before each thread's init()
+  threads = threads + 1
+  thread:set("pf_thread_id", threads)
+end
+
+local out -- this thread's record file (nil: not recording)
+local sent -- the request in flight: op and when request() built it
+local lease -- the lease this thread holds: id, epoch, first release time
+local pause = 0 -- milliseconds before the next request (after a refusal)
+local built = 0 -- requests built by this thread
+
+function init(_)
+  if record_dir ~= "" then
+    out = assert(io.open(record_dir .. "/thread-" .. pf_thread_id .. ".tsv", "w"))
+  end
+end
+
+local function write(...)
+  if out then out:write(table.concat({ ... }, "\t"), "\n") end
+end
+
+function delay()
+  return pause
+end
+
+function request()
+  local t = now()
+  built = built + 1
+  -- wrk builds thread 1's first request once just to check it (script_verify_request);
+  -- otherwise a request still in flight means its connection broke and wrk reconnected.
+  if sent and not (pf_thread_id == 1 and built == 2) then
+    write("R", sent.op, string.format("%.6f", sent.at), string.format("%.6f", t - sent.at),
+      0, "", 0)
+  end
+  if lease then
+    sent = { op = "release", at = t }
+    lease.first = lease.first or t
+    lease.last = t
+    return wrk.format("POST", "/v1/leases/" .. lease.id .. "/release", headers,
+      '{"epoch":' .. lease.epoch .. '}')
+  end
+  sent = { op = "grant", at = t }
+  return wrk.format("POST", "/v1/leases", headers, grant_body)
+end
+
+local function settle(status)
+  write("X", lease.id, string.format("%.6f", lease.last), status)
+  lease = nil
+end
+
+function response(status, hdrs, body)
+  local t = now()
+  local op, at = sent.op, sent.at
+  sent = nil
+  local code, retry_after = "", 0
+  pause = 0
+  if status >= 300 then
+    code = body:match('"error":"([^"]*)"') or "not-json"
+    local ra = hdrs["retry-after"] or hdrs["Retry-After"]
+    retry_after = ra and 1 or 0
+    pause = math.floor(math.min(tonumber(ra or "") or 0.1, 0.5) * 1000)
+  end
+  write("R", op, string.format("%.6f", at), string.format("%.6f", t - at), status, code,
+    retry_after)
+  if op == "grant" and status == 201 then
+    local id = body:match('"lease_id":"([^"]+)"')
+    local epoch = body:match('"epoch":(%d+)')
+    local proxy = body:match('"proxy":{"id":"([^"]+)"')
+    local expires = body:match('"expires_at":([%d.]+)')
+    write("G", id, proxy, epoch, string.format("%.6f", t), expires)
+    lease = { id = id, epoch = epoch }
+  elseif op == "release" then
+    if status == 200 or status == 404 or status == 409 or t - lease.first > release_for then
+      settle(status)
+    end
+  end
+end
