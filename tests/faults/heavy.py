@@ -37,8 +37,9 @@ class Records:
 
 
 def parse_records(lines: Iterable[str]) -> Records:
-    """Merge the threads' R (request), G (grant) and X (settled release) lines. A lease
-    with no X was still held when wrk stopped (release_sent None)."""
+    """Merge the threads' R (request), G (grant) and X (settled release) lines, and the S
+    lines (a release sent, unanswered when wrk stopped). A lease with no X was still held
+    when wrk stopped: release_status None, release_sent its S or None."""
     out = Records()
     grants: dict[str, list[str]] = {}
     ends: dict[str, tuple[float | None, int | None]] = {}
@@ -53,6 +54,8 @@ def parse_records(lines: Iterable[str]) -> Records:
             grants[f[1]] = f
         elif f[0] == "X" and len(f) == 4:
             ends[f[1]] = (float(f[2]), int(f[3]))
+        elif f[0] == "S" and len(f) == 3:
+            ends.setdefault(f[1], (float(f[2]), None))
     for lease_id, g in grants.items():
         sent, settled = ends.get(lease_id, (None, None))
         out.leases.append(Lease(lease_id, g[2], int(g[3]), float(g[4]), float(g[5]), sent, settled))
@@ -126,7 +129,7 @@ class HeavyLoad:
             raise WrkError(f"wrk exited with {self._proc.returncode}: {err.decode()[-500:]}")
         found = re.search(rb"Requests/sec:\s+([\d.]+)", out)
         self.wrk_rps = float(found.group(1)) if found else 0.0
-        files = sorted(self.folder.glob("thread-*.tsv"))
+        files = [*sorted(self.folder.glob("thread-*.tsv")), self.folder / "held.tsv"]
         self.records = parse_records(ln for p in files for ln in p.read_text().splitlines())
         self._release_held()
 
@@ -137,6 +140,8 @@ class HeavyLoad:
                     self.records.leases[i] = self._release(http, lease)
 
     def _release(self, http: httpx.Client, lease: Lease) -> Lease:
+        """Release a lease wrk still held; its owner let go when wrk sent a release (then
+        unanswered), else now."""
         first = time.time()
         sent, status = first, 0
         while time.time() - first < RELEASE_FOR:
@@ -152,7 +157,7 @@ class HeavyLoad:
             time.sleep(0.2)
         return Lease(
             lease.lease_id, lease.proxy_id, lease.epoch, lease.granted_at, lease.expires_at,
-            sent, status,
+            lease.release_sent or sent, status,
         )  # fmt: skip
 
 

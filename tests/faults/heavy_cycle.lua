@@ -5,6 +5,8 @@
 --   R op started seconds status code retry_after   every answered request (status 0: none)
 --   G lease_id proxy_id epoch granted_at expires_at  every 201 grant
 --   X lease_id release_sent status                  a lease's release, once it is settled
+-- and done() writes held.tsv: S lease_id release_sent, a lease whose release was sent but
+-- not answered when wrk stopped (its owner let go then, whatever the server did with it).
 -- Times are wall-clock seconds (the stream's clock: one machine). A release refused for a
 -- while (503) is sent again after Retry-After (capped) until PF_RELEASE_FOR seconds.
 -- Env: PF_TOKEN, PF_RECORD_DIR (empty: record nothing, to measure what recording costs),
@@ -28,10 +30,20 @@ local record_dir = os.getenv("PF_RECORD_DIR") or ""
 local grant_body = '{"ttl":' .. (os.getenv("PF_TTL") or "10") .. ',"holder":"heavy"}'
 local release_for = tonumber(os.getenv("PF_RELEASE_FOR") or "20")
 
-local threads = 0
+local threads = {}
 function setup(thread) -- runs in wrk's main state, before each thread's init()
-  threads = threads + 1
-  thread:set("pf_thread_id", threads)
+  table.insert(threads, thread)
+  thread:set("pf_thread_id", #threads)
+end
+
+function done() -- wrk's main state, once every thread stopped
+  if record_dir == "" then return end
+  local f = assert(io.open(record_dir .. "/held.tsv", "w"))
+  for _, thread in ipairs(threads) do
+    local id, sent = thread:get("pf_held_id"), thread:get("pf_held_sent")
+    if id and sent then f:write("S\t", id, "\t", string.format("%.6f", sent), "\n") end
+  end
+  f:close()
 end
 
 local out -- this thread's record file (nil: not recording)
@@ -67,6 +79,7 @@ function request()
     sent = { op = "release", at = t }
     lease.first = lease.first or t
     lease.last = t
+    pf_held_id, pf_held_sent = lease.id, t -- flat globals: done() reads them (thread:get)
     return wrk.format("POST", "/v1/leases/" .. lease.id .. "/release", headers,
       '{"epoch":' .. lease.epoch .. '}')
   end
@@ -76,7 +89,7 @@ end
 
 local function settle(status)
   write("X", lease.id, string.format("%.6f", lease.last), status)
-  lease = nil
+  lease, pf_held_id, pf_held_sent = nil, nil, nil
 end
 
 function response(status, hdrs, body)

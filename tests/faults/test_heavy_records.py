@@ -17,6 +17,9 @@ LINES = [
     "R\tgrant\t100.700000\t0.300000\t0\t\t0",
     "R\tgrant\t101.000000\t0.002000\t201\t\t0",
     "G\tl2\tp2\t9\t101.002000\t111.0",
+    "G\tl3\tp3\t4\t101.100000\t111.1",
+    "S\tl3\t101.200000",  # held.tsv: its release was in flight when wrk stopped
+    "S\tl1\t100.500000",  # already settled: the X line wins
     "half a line cut by the end of the run",
 ]
 
@@ -34,6 +37,7 @@ def test_records_merge_requests_leases_and_releases() -> None:
     assert r.leases == [
         Lease("l1", "p1", 7, 100.002, 110.0, 100.5, 200),
         Lease("l2", "p2", 9, 101.002, 111.0, None, None),  # still held when wrk stopped
+        Lease("l3", "p3", 4, 101.1, 111.1, 101.2, None),
     ]
     assert check_retry_after(r.bare_503) == [Finding("no_retry_after", "grant 503 x1")]
 
