@@ -129,7 +129,7 @@ class HeavyLoad:
             raise WrkError(f"wrk exited with {self._proc.returncode}: {err.decode()[-500:]}")
         found = re.search(rb"Requests/sec:\s+([\d.]+)", out)
         self.wrk_rps = float(found.group(1)) if found else 0.0
-        files = [*sorted(self.folder.glob("thread-*.tsv")), self.folder / "held.tsv"]
+        files = sorted(self.folder.glob("*.tsv"))  # thread-<n>.tsv, held.tsv
         self.records = parse_records(ln for p in files for ln in p.read_text().splitlines())
         self._release_held()
 
