@@ -47,7 +47,7 @@ function done() -- wrk's main state, once every thread stopped
 end
 
 local out -- this thread's record file (nil: not recording)
-local sent -- the request in flight: op and when request() built it
+local sent_op, sent_at -- the request in flight: grant or release, when request() built it
 local lease -- the lease this thread holds: id, epoch, first release time
 local pause = 0 -- milliseconds before the next request (after a refusal)
 local built = 0 -- requests built by this thread
@@ -58,9 +58,11 @@ function init(_)
   end
 end
 
-local function write(...)
-  if out then out:write(table.concat({ ... }, "\t"), "\n") end
+-- One string.format a line: what recording costs wrk is mostly these (heavy_cost.py).
+local function write(format, ...)
+  if out then out:write(string.format(format, ...)) end
 end
+local R = "R\t%s\t%.6f\t%.6f\t%d\t%s\t%d\n"
 
 function delay()
   return pause
@@ -71,31 +73,31 @@ function request()
   built = built + 1
   -- wrk builds thread 1's first request once just to check it (script_verify_request);
   -- otherwise a request still in flight means its connection broke and wrk reconnected.
-  if sent and not (pf_thread_id == 1 and built == 2) then
-    write("R", sent.op, string.format("%.6f", sent.at), string.format("%.6f", t - sent.at),
-      0, "", 0)
+  if sent_op and not (pf_thread_id == 1 and built == 2) then
+    write(R, sent_op, sent_at, t - sent_at, 0, "", 0)
   end
+  sent_at = t
   if lease then
-    sent = { op = "release", at = t }
+    sent_op = "release"
     lease.first = lease.first or t
     lease.last = t
     pf_held_id, pf_held_sent = lease.id, t -- flat globals: done() reads them (thread:get)
     return wrk.format("POST", "/v1/leases/" .. lease.id .. "/release", headers,
       '{"epoch":' .. lease.epoch .. '}')
   end
-  sent = { op = "grant", at = t }
+  sent_op = "grant"
   return wrk.format("POST", "/v1/leases", headers, grant_body)
 end
 
 local function settle(status)
-  write("X", lease.id, string.format("%.6f", lease.last), status)
+  write("X\t%s\t%.6f\t%d\n", lease.id, lease.last, status)
   lease, pf_held_id, pf_held_sent = nil, nil, nil
 end
 
 function response(status, hdrs, body)
   local t = now()
-  local op, at = sent.op, sent.at
-  sent = nil
+  local op, at = sent_op, sent_at
+  sent_op = nil
   local code, retry_after = "", 0
   pause = 0
   if status >= 300 then
@@ -104,14 +106,15 @@ function response(status, hdrs, body)
     retry_after = ra and 1 or 0
     pause = math.floor(math.min(tonumber(ra or "") or 0.1, 0.5) * 1000)
   end
-  write("R", op, string.format("%.6f", at), string.format("%.6f", t - at), status, code,
-    retry_after)
+  write(R, op, at, t - at, status, code, retry_after)
   if op == "grant" and status == 201 then
     local id = body:match('"lease_id":"([^"]+)"')
     local epoch = body:match('"epoch":(%d+)')
-    local proxy = body:match('"proxy":{"id":"([^"]+)"')
-    local expires = body:match('"expires_at":([%d.]+)')
-    write("G", id, proxy, epoch, string.format("%.6f", t), expires)
+    if out then
+      local proxy = body:match('"proxy":{"id":"([^"]+)"')
+      local expires = body:match('"expires_at":([%d.]+)')
+      write("G\t%s\t%s\t%s\t%.6f\t%s\n", id, proxy, epoch, t, expires)
+    end
     lease = { id = id, epoch = epoch }
   elseif op == "release" then
     if status == 200 or status == 404 or status == 409 or t - lease.first > release_for then
