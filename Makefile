@@ -132,6 +132,6 @@ generate: setup ## Regenerate the blocking Python client (clients/python/.../syn
 clean:
 	rm -rf .dev .pytest_cache .mypy_cache .ruff_cache
 
-test-faults: proxy-packages setup ## The fault suite: kills, NATS and Redis outages under load; prints the table
+test-faults: proxy-packages bench-packages setup ## The fault suite: kills, NATS and Redis outages under load, light and heavy (wrk); prints the tables
 	PROXYFLEET_FAULTS=full PROXYFLEET_FAULTS_REPORT=.dev/faults-report.md \
 		$(UV) run --frozen pytest -s -p no:randomly --timeout 1800 tests/faults

@@ -53,7 +53,7 @@ class FaultStack(Stack):
 class Fleet:
     """The whole system for the fault suite; `close()` stops everything it started."""
 
-    def __init__(self, proxies: int) -> None:
+    def __init__(self, proxies: int, cooldown: float = 0.2, health_interval: float = 0.5) -> None:
         # Squid drops to user `proxy` as root: the folders on the way must be traversable.
         self.base = Path(tempfile.mkdtemp(prefix="proxyfleet-faults-"))
         self.base.chmod(0o711)
@@ -63,18 +63,18 @@ class Fleet:
         self.outbox = OutboxProbe(self.redis.url)
         self.proxy_count = proxies
         self.passwords: set[str] = set()
+        """Proxy passwords the loads were granted: no log may hold one."""
         self.deleted: set[str] = set()
         """Proxies a fault deleted on purpose, in any window so far: a delete asked for in
         one window (NATS down) may finish in the next."""
-        """Proxy passwords the loads were granted: no log may hold one."""
         self.stack = FaultStack(
             StackOptions(
                 base_dir=self.base,
                 api_port=0,
-                health_interval=0.5,
+                health_interval=health_interval,
                 gc_interval=1.0,
                 gc_min_age=3.0,
-                cooldown=0.2,
+                cooldown=cooldown,
                 boot_timeout=20.0,
                 echo=None,
                 installation_id="faults",

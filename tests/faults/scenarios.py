@@ -7,28 +7,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from tests.faults import checks
-from tests.faults.audit import (
-    Finding,
-    Request,
-    check_client_holds,
-    check_dead_grants,
-    check_lease_events,
-    check_leases,
-    check_lifecycle,
-    check_no_server_errors,
-    check_resources,
-    check_stream_holds,
-    check_stream_once,
-    check_write_latency,
-    load_figures,
-)
+from tests.faults.audit import Finding, Request, load_figures
 from tests.faults.harness import Fleet
 from tests.faults.load import Load
 from tests.faults.outbox import SETTLE
 from tests.faults.report import Row
-
-WRITE_LIMIT = 1.0
-"""Seconds a create or delete may take, NATS outage or not (normally ~10-50 ms)."""
+from tests.faults.verdicts import audit_recorded, audit_window
 
 
 @dataclass
@@ -128,39 +112,8 @@ def run_one(fleet: Fleet, name: str, inject: Inject, plan: Plan, seen: set[Findi
     fleet.passwords |= load.passwords
     if "api2" in fleet.stack.processes:
         fleet.stop_service("api2")
-    w.findings += fleet.outbox.settle()
-    verdict = check_leases(
-        load.leases,
-        fleet.lease_states([x.lease_id for x in load.leases]),
-        time.time(),
-        w.redis_reset_at,
-    )
-    reset = w.redis_reset_at
-    # The registry first, then the stream once every entry written up to that read is
-    # published: a transition made between the two reads (a delete finishing) is then on
-    # both sides or on neither, never in the registry alone.
-    registry = {} if reset else {i: p["gen"] for i, p in fleet.registry().items()}
-    w.findings += fleet.outbox.published(fleet.outbox.mark())
-    # Events of this run's window (its leases), and the whole stream for the chains.
-    events = fleet.events()
-    recent = [e for e in events if e.time >= w.start - plan.warm - 1]
-    chains = [e for e in events if reset is None or e.time < reset]
-    verdict.findings += w.findings
-    verdict.findings += check_client_holds(load.leases)
-    verdict.findings += check_dead_grants(load.leases, w.dead)
-    verdict.findings += check_stream_holds(recent)
-    verdict.findings += check_stream_once(events)
-    lost_events, verdict.events_lost_with_redis = check_lease_events(load.leases, events, reset)
-    verdict.findings += lost_events
-    verdict.findings += check_lifecycle(chains, registry)
-    fleet.deleted |= w.deleted
-    verdict.findings += check_resources(before, fleet.resources(), fleet.deleted)
-    verdict.findings += check_write_latency(w.writes, WRITE_LIMIT)
-    verdict.findings += check_no_server_errors([*load.requests, *w.writes])
-    # A finding that stays (a lost event, a destroyed proxy) is reported by the first
-    # fault that shows it, not again by every later one.
-    verdict.findings = [f for f in dict.fromkeys(verdict.findings) if f not in seen]
-    seen.update(verdict.findings)
+    verdict, events = audit_window(fleet, w, load.leases, load.requests, before, plan.warm)
+    audit_recorded(verdict, load.leases, events, w, seen)
     rps, errors, statuses = load_figures(load.requests, w.start, max(w.end, w.start + 1))
     if name == "two APIs":
         w.recovered.append(f"{len(load.leases)} grant/release cycles over 2 APIs")
@@ -238,10 +191,10 @@ def nats_down(fleet: Fleet, w: Window, plan: Plan) -> None:
     w.recovered.append(f"outbox drained +{time.monotonic() - back:.1f}s")
 
 
-def redis_restart(persist: bool) -> Inject:
-    def inject(fleet: Fleet, w: Window, plan: Plan) -> None:
+def redis_restart(persist: bool, junk: bool = True) -> Callable[[Fleet, Window, object], None]:
+    def inject(fleet: Fleet, w: Window, plan: object) -> None:
         ready_before = fleet.ready_count()
-        if persist:
+        if persist and junk:
             fleet.fill_junk()  # enough data that loading it takes a moment (LOADING)
         fleet.redis.kill()
         if persist:

@@ -2,12 +2,14 @@
 without persistence, under a grant/release load, audited after each fault.
 
 `make test` runs the short subset; `make test-faults` (PROXYFLEET_FAULTS=full) the whole
-suite with a 30 s NATS outage. Both print the table docs/reliability.md records."""
+suite with a 30 s NATS outage, then the heavy rows (issue 25: wrk at 64 connections, on a
+fleet of their own). Both print the tables docs/reliability.md records."""
 
 from __future__ import annotations
 
 import os
 import platform
+import shutil
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -15,8 +17,11 @@ from pathlib import Path
 import pytest
 from tests.faults.audit import Finding
 from tests.faults.harness import Fleet
-from tests.faults.report import Row, failures, render
+from tests.faults.heavy_scenarios import HEAVY, HEAVY_PROXIES, run_heavy
+from tests.faults.report import Row, failures, render, render_heavy
 from tests.faults.scenarios import FULL, SUBSET, run
+
+from proxyfleet.bench.wrkrun import WRK_MISSING
 
 FULL_RUN = os.environ.get("PROXYFLEET_FAULTS") == "full"
 REPORT = os.environ.get("PROXYFLEET_FAULTS_REPORT", "")
@@ -54,6 +59,42 @@ def test_faults(fleet: Fleet) -> None:
         Path(REPORT).write_text(f"{head}\n\n{table}\n\n{failures(rows, examples=5)}\n")
     failed: list[Row] = [r for r in rows if not r.passed]
     assert not failed, "faults that lost or broke something:\n" + failures(rows)
+
+
+@pytest.fixture
+def heavy_fleet() -> Iterator[Fleet]:
+    # Cooldown 0: a released proxy is grantable at once, as in the bench's cycles. A probe
+    # every 2 s keeps health's share of the two cores small (grants take a proxy probed
+    # within 8 s).
+    f = Fleet(proxies=HEAVY_PROXIES, cooldown=0.0, health_interval=2.0)
+    try:
+        f.start()
+        yield f
+    finally:
+        _tail_logs(f.base)
+        f.close()
+
+
+@pytest.mark.skipif(not FULL_RUN, reason="make test-faults only (PROXYFLEET_FAULTS=full)")
+@pytest.mark.skipif(shutil.which("wrk") is None, reason=WRK_MISSING)
+@pytest.mark.timeout(600)
+def test_faults_heavy(heavy_fleet: Fleet) -> None:
+    t0 = time.monotonic()
+    rows = run_heavy(heavy_fleet, HEAVY, set())
+    table = render_heavy(rows)
+    head = (
+        f"fault suite, heavy load (wrk, 64 connections, {HEAVY_PROXIES} proxies, cooldown 0), "
+        f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, {platform.machine()}, "
+        f"{time.monotonic() - t0:.0f}s"
+    )
+    print(f"\n{head}\n\n{table}\n")
+    if REPORT:
+        heavy = Path(REPORT).with_name(Path(REPORT).stem + "-heavy.md")
+        heavy.parent.mkdir(parents=True, exist_ok=True)
+        heavy.write_text(f"{head}\n\n{table}\n\n{failures(rows, examples=5)}\n")
+    assert all(r.passed for r in rows), "heavy faults that lost or broke something:\n" + (
+        failures(rows)
+    )
 
 
 def _tail_logs(base: Path) -> None:
