@@ -93,6 +93,10 @@ class _Protocol(asyncio.Protocol):
     def barrier(self) -> asyncio.Future[Any]:
         """The WAIT that ends the batch being queued (the caller sent into it first): its
         reply is the number of replicas that hold the batch's writes."""
+        if self.lost:  # the send failed at once: no batch goes out to end with a WAIT
+            lost: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+            lost.set_exception(_lost("Redis connection lost"))
+            return lost
         if self._barrier is None:
             self._barrier = asyncio.get_running_loop().create_future()
         return self._barrier
