@@ -1,6 +1,6 @@
 """Publishing one stream's share of an outbox batch so that its ack stands for every message
-in it: a JetStream atomic batch (nats-server 2.12+, `allow_atomic` on the stream; E2 in
-docs/decisions/outbox-and-events.md).
+in it: on a replicated stream, a JetStream atomic batch (nats-server 2.12+, `allow_atomic`
+on the stream; E2 in docs/decisions/outbox-and-events.md).
 
 Asking for an ack only on a batch's last message is not enough: when the stream's leader
 moves while the batch is in flight, messages before the last can be dropped without an
@@ -9,6 +9,10 @@ whole batches lost so). An atomic batch is stored whole or not at all, and its c
 ack says which. Its messages keep their `Nats-Msg-Id`; a batch holding one JetStream has
 already stored (a batch published again after its ack was lost) is refused whole, so those
 messages go one by one, each acked, the duplicates answered as such.
+
+A stream of one replica has one server and no leader to move: there, one connection's
+messages are stored in order, so an ack on the last message stands for the batch, at half
+the cost (the relay asks JetStream once how many replicas each stream has).
 """
 
 from __future__ import annotations
@@ -52,13 +56,20 @@ _ack = msgspec.json.Decoder(_PubAck)
 class Batches:
     """Publishes one stream's entries, in order, each chunk all or nothing."""
 
-    def __init__(self, nc: NatsClient, ack_timeout: float) -> None:
+    def __init__(self, nc: NatsClient, ack_timeout: float, *, atomic: bool | None = None) -> None:
+        """`atomic`: atomic batches always (True) or never (False); None: on a stream of
+        more than one replica."""
         self._nc = nc
         self._timeout = ack_timeout
+        self._atomic_always = atomic
         self._told_unatomic = False
+        self._replicated: dict[str, bool] = {}
 
-    async def publish(self, entries: Sequence[OutboxEntry]) -> None:
-        """Every entry stored (or found already stored) in its stream, or an error."""
+    async def publish(self, stream: str, entries: Sequence[OutboxEntry]) -> None:
+        """Every entry stored (or found already stored) in `stream`, or an error."""
+        if not await self._is_replicated(stream):
+            await self._last_acked(entries)
+            return
         for first in range(0, len(entries), MAX_MESSAGES):
             chunk = entries[first : first + MAX_MESSAGES]
             ack = await self._atomic(chunk)
@@ -73,6 +84,26 @@ class Batches:
                 self._told_unatomic = True
                 log.warning("relay.atomic_batches_unavailable", error=code or "no batch ack")
             await self._one_by_one(chunk)
+
+    async def _is_replicated(self, stream: str) -> bool:
+        if self._atomic_always is not None:
+            return self._atomic_always
+        known = self._replicated.get(stream)
+        if known is None:
+            info = await self._nc.jetstream().stream_info(stream)
+            known = self._replicated[stream] = (info.config.num_replicas or 1) > 1
+        return known
+
+    async def _last_acked(self, entries: Sequence[OutboxEntry]) -> None:
+        """One server: every message in order, the last one acked for all."""
+        for e in entries[:-1]:
+            await self._nc.publish(e.subject, e.body, headers={"Nats-Msg-Id": e.msg_id})
+        e = entries[-1]
+        headers = {"Nats-Msg-Id": e.msg_id}
+        ack = _ack.decode((await self._nc.request(e.subject, e.body, self._timeout,
+                                                  headers=headers)).data)  # fmt: skip
+        if ack.error is not None:
+            raise MessagingUnavailable(f"JetStream refused a message: {ack.error.description}")
 
     async def _atomic(self, chunk: Sequence[OutboxEntry]) -> _PubAck:
         batch = fast_id("b", 8)

@@ -7,9 +7,10 @@ leaves the entries pending: another relay claims them after `claim_idle` (XAUTOC
 publishes them again under the same `Nats-Msg-Id`, which JetStream drops as a duplicate
 within its window. So an event is never lost once its state change is written.
 
-Acks: every entry is a JetStream message of its own, and each stream's share of a batch
-goes as a JetStream atomic batch whose one ack stands for all of it (`atomic`): a leader
-change in the middle of a batch can then lose nothing.
+Acks: every entry is a JetStream message of its own, and one ack stands for each stream's
+share of a batch (`atomic`): on a replicated stream the share is a JetStream atomic batch,
+so a leader change in the middle of it loses nothing; on one server, messages are stored
+in order and the last one's ack stands for them.
 
 While NATS is disconnected the relay publishes nothing: the client would keep the messages
 in its reconnect buffer, and a full buffer drops them (OutboundBufferLimitError). The
@@ -245,14 +246,19 @@ class OutboxRelay:
         return entries
 
     async def _publish(self, entries: list[OutboxEntry]) -> None:
-        """Publish every entry, each stream's share as atomic batches (in order), the two
-        streams at once."""
+        """Publish every entry, each stream's share in order (an atomic batch on a replicated
+        stream), the two streams at once."""
         streams: dict[bool, list[OutboxEntry]] = {}
         for e in entries:
             streams.setdefault(e.subject.startswith(subjects.INTENT_PREFIX), []).append(e)
         with messaging_outage("JetStream"):  # a NATS error in either is an outage
             done = await asyncio.gather(
-                *(self._batches.publish(share) for share in streams.values()),
+                *(
+                    self._batches.publish(
+                        subjects.INTENT_STREAM if intents else subjects.EVENT_STREAM, share
+                    )
+                    for intents, share in streams.items()
+                ),
                 return_exceptions=True,
             )
             for outcome in done:
