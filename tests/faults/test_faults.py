@@ -2,8 +2,10 @@
 without persistence, under a grant/release load, audited after each fault.
 
 `make test` runs the short subset; `make test-faults` (PROXYFLEET_FAULTS=full) the whole
-suite with a 30 s NATS outage, then the heavy rows (issue 25: wrk at 64 connections, on a
-fleet of their own). Both print the tables docs/reliability.md records."""
+suite with a 30 s NATS outage, the rows on a NATS cluster (issue 25: the stream leader
+killed, no quorum; a fleet of their own on three servers), then the heavy rows (issue 25:
+wrk at 64 connections, on a fleet of their own). Each prints the table docs/reliability.md
+records."""
 
 from __future__ import annotations
 
@@ -16,6 +18,7 @@ from pathlib import Path
 
 import pytest
 from tests.faults.audit import Finding
+from tests.faults.cluster_scenarios import CLUSTER, NODES, run_cluster
 from tests.faults.harness import Fleet
 from tests.faults.heavy_scenarios import HEAVY, HEAVY_PROXIES, run_heavy
 from tests.faults.report import Row, failures, render, render_heavy
@@ -59,6 +62,38 @@ def test_faults(fleet: Fleet) -> None:
         Path(REPORT).write_text(f"{head}\n\n{table}\n\n{failures(rows, examples=5)}\n")
     failed: list[Row] = [r for r in rows if not r.passed]
     assert not failed, "faults that lost or broke something:\n" + failures(rows)
+
+
+@pytest.fixture
+def cluster_fleet() -> Iterator[Fleet]:
+    f = Fleet(proxies=10, nats_nodes=NODES)
+    try:
+        f.start()
+        yield f
+    finally:
+        _tail_logs(f.base)
+        f.close()
+
+
+@pytest.mark.skipif(not FULL_RUN, reason="make test-faults only (PROXYFLEET_FAULTS=full)")
+@pytest.mark.timeout(600)
+def test_faults_cluster(cluster_fleet: Fleet) -> None:
+    t0 = time.monotonic()
+    rows = run_cluster(cluster_fleet, CLUSTER, set())
+    table = render(rows)
+    head = (
+        f"fault suite, NATS cluster ({NODES} servers, streams with {NODES} replicas), "
+        f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, {platform.machine()}, "
+        f"{time.monotonic() - t0:.0f}s"
+    )
+    print(f"\n{head}\n\n{table}\n")
+    if REPORT:
+        cluster = Path(REPORT).with_name(Path(REPORT).stem + "-cluster.md")
+        cluster.parent.mkdir(parents=True, exist_ok=True)
+        cluster.write_text(f"{head}\n\n{table}\n\n{failures(rows, examples=5)}\n")
+    assert all(r.passed for r in rows), "cluster faults that lost or broke something:\n" + (
+        failures(rows)
+    )
 
 
 @pytest.fixture
