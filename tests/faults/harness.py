@@ -15,15 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import redis
 from tests.faults.audit import StreamEvent
 from tests.faults.outbox import OutboxProbe
+from tests.faults.sentinel_stores import start_two_replica_group
 from tests.faults.servers import Restartable, stop_group
 from tests.faults.stream_events import read_events
 
 from proxyfleet.devstack.nats_cluster import NatsCluster, start_nats_cluster
 from proxyfleet.devstack.options import StackOptions
 from proxyfleet.devstack.providers import stop_local_proxies
+from proxyfleet.devstack.sentinel import SentinelGroup
 from proxyfleet.devstack.servers import free_port
 from proxyfleet.devstack.stack import Stack
 
@@ -41,6 +42,8 @@ class FaultStack(Stack):
     """The second client's secret (what it sends); configured as `faults-b:<secret>`."""
     stream_replicas: int = 1
     """Every service declares the streams with this many copies (3 on a NATS cluster)."""
+    redis_wait_replicas: int = 0
+    """Writes acknowledged once this many replicas hold them (1 behind Sentinel)."""
 
     def service_env(self) -> dict[str, str]:
         env = super().service_env()
@@ -48,6 +51,9 @@ class FaultStack(Stack):
             self.other_client_token = secrets.token_urlsafe(18)
         env["PROXYFLEET_API_CLIENT_TOKENS"] += ",faults-b:" + self.other_client_token
         env["PROXYFLEET_STREAM_REPLICAS"] = str(self.stream_replicas)
+        if self.redis_wait_replicas:
+            env["PROXYFLEET_REDIS_WAIT_REPLICAS"] = str(self.redis_wait_replicas)
+            env["PROXYFLEET_REDIS_WAIT_TIMEOUT"] = "0.5"  # a loaded machine syncs late
         return env
 
 
@@ -60,9 +66,11 @@ class Fleet:
         cooldown: float = 0.2,
         health_interval: float = 0.5,
         nats_nodes: int = 1,
+        sentinel: bool = False,
     ) -> None:
         """`nats_nodes` > 1: a NATS cluster of that many servers (`cluster`), the streams
-        replicated on each, instead of the one restartable server `nats`."""
+        replicated on each, instead of the one restartable server `nats`. `sentinel`: Redis
+        as a primary, two replicas and three Sentinels (`sentinels`) instead of `redis`."""
         # Squid drops to user `proxy` as root: the folders on the way must be traversable.
         self.base = Path(tempfile.mkdtemp(prefix="proxyfleet-faults-"))
         self.base.chmod(0o711)
@@ -73,6 +81,8 @@ class Fleet:
         self.proxy_count = proxies
         self.nats_nodes = nats_nodes
         self.cluster: NatsCluster | None = None
+        self.use_sentinel = sentinel
+        self.sentinels: SentinelGroup | None = None
         self.passwords: set[str] = set()
         """Proxy passwords the loads were granted: no log may hold one."""
         self.deleted: set[str] = set()
@@ -112,8 +122,13 @@ class Fleet:
             self.stack.stream_replicas = self.nats_nodes
         else:
             self.nats.start()
-        self.redis.start()
-        self.stack.opts.nats_url, self.stack.opts.redis_url = self.nats_url, self.redis.url
+        if self.use_sentinel:
+            self.sentinels = start_two_replica_group(self.base / "sentinel")
+            self.stack.redis_wait_replicas = 1
+            self.outbox = OutboxProbe(self.sentinels.url)
+        else:
+            self.redis.start()
+        self.stack.opts.nats_url, self.stack.opts.redis_url = self.nats_url, self.redis_url
         self.stack.start()
         self.admin = httpx.Client(
             base_url=self.stack.api_url, headers=auth(self.stack.admin_token), timeout=30
@@ -137,6 +152,8 @@ class Fleet:
             if self.cluster is not None:
                 self.cluster.stop()
             self.redis.stop()
+            if self.sentinels is not None:
+                self.sentinels.stop()
             if not os.environ.get("PROXYFLEET_FAULTS_KEEP"):
                 shutil.rmtree(self.base, ignore_errors=True)
 
@@ -144,6 +161,11 @@ class Fleet:
     def nats_url(self) -> str:
         """What the services are given: the cluster's URLs, comma-separated, or the one."""
         return self.cluster.url if self.cluster is not None else self.nats.url
+
+    @property
+    def redis_url(self) -> str:
+        """What the services are given: the Sentinels' redis+sentinel:// URL, or the one."""
+        return self.sentinels.url if self.sentinels is not None else self.redis.url
 
     @property
     def state_dir(self) -> Path:
@@ -237,28 +259,6 @@ class Fleet:
     def secrets(self) -> set[str]:
         s = self.stack
         return {s.admin_token, s.client_token, s.other_client_token, *self.passwords}
-
-    def fill_junk(self, keys: int = 300_000) -> None:
-        """Keys in a database of their own, so a restarted Redis takes a moment to load."""
-        with redis.Redis.from_url(self.redis.url.rsplit("/", 1)[0] + "/9") as r:
-            if r.dbsize() >= keys:
-                return
-            pipe = r.pipeline(transaction=False)
-            for start in range(0, keys, 1000):
-                pipe.mset({f"junk:{i}": "x" * 64 for i in range(start, start + 1000)})
-            pipe.execute()
-
-    def redis_loading(self, timeout: float = 60) -> float:
-        """Seconds until a just started Redis stops answering LOADING."""
-        t0 = time.monotonic()
-        with redis.Redis.from_url(self.redis.url) as r:
-            while time.monotonic() - t0 < timeout:
-                try:
-                    r.ping()
-                    break
-                except redis.exceptions.BusyLoadingError:
-                    time.sleep(0.05)
-        return time.monotonic() - t0
 
     def resources(self) -> dict[str, int]:
         """Live proxy processes per proxy id the local provider has a folder for."""
