@@ -48,8 +48,14 @@ def _cluster(fleet: Fleet) -> NatsCluster:
 async def _event_stream_state(url: str) -> tuple[str, bool]:
     """The event stream's leader ("" when none answers) and whether every other replica
     is current."""
+
+    async def quiet(exc: Exception) -> None:
+        """A refused server (the one killed) is expected: not a traceback per poll."""
+
     try:
-        nc = await nats.connect(url.split(","), connect_timeout=2, max_reconnect_attempts=0)
+        nc = await nats.connect(
+            url.split(","), connect_timeout=2, max_reconnect_attempts=0, error_cb=quiet
+        )
     except (nats.errors.Error, OSError, TimeoutError):
         return "", False
     try:
