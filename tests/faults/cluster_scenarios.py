@@ -79,6 +79,16 @@ def event_stream_caught_up(fleet: Fleet) -> bool:
     return asyncio.run(_event_stream_state(_cluster(fleet).url))[1]
 
 
+def services_running(fleet: Fleet) -> list[Finding]:
+    """A service that ended by itself (the fleet restarts none) is a finding: the audit
+    alone would pass a fleet whose provisioner died, as long as nothing asked it."""
+    return [
+        Finding("service_exited", f"{name} exited with {proc.returncode}")
+        for name, proc in fleet.stack.processes.items()
+        if proc.poll() is not None
+    ]
+
+
 def _back(fleet: Fleet, w: Window, back: float) -> None:
     """After the servers came back: the cluster formed, the outbox drained and the event
     stream's replicas current again, each timed from `back`."""
@@ -89,6 +99,7 @@ def _back(fleet: Fleet, w: Window, back: float) -> None:
     w.recovered.append(f"outbox drained +{time.monotonic() - back:.1f}s")
     fleet.wait("the event stream caught up", lambda: event_stream_caught_up(fleet), 60)
     w.recovered.append(f"replicas current +{time.monotonic() - back:.1f}s")
+    w.findings += services_running(fleet)
 
 
 def node_kill(fleet: Fleet, w: Window, plan: Plan) -> None:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import time
 
 from tests.faults.audit import Finding
+from tests.faults.cluster_scenarios import services_running
 from tests.faults.harness import Fleet
 from tests.faults.report import Row
 from tests.faults.scenarios import Inject, Plan, Window, run_one
@@ -61,6 +62,7 @@ def primary_failover(fleet: Fleet, w: Window, plan: Plan) -> None:
     w.recovered.append(f"replica promoted {took:.1f}s after the kill")
     fleet.wait("the API ready after the failover", lambda: fleet.is_ready("api"), 60)
     w.recovered.append(f"API ready +{time.time() - w.killed_at:.1f}s")
+    w.findings += services_running(fleet)
 
 
 INJECT_SENTINEL: dict[str, Inject] = {"redis failover (sentinel)": primary_failover}
