@@ -5,7 +5,6 @@ event stream, the registry, the provider's resources, the logs."""
 from __future__ import annotations
 
 import asyncio
-import json
 import os
 import secrets
 import shutil
@@ -16,16 +15,16 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import nats
-import redis
-from nats.js.api import AckPolicy, ConsumerConfig, DeliverPolicy
 from tests.faults.audit import StreamEvent
 from tests.faults.outbox import OutboxProbe
+from tests.faults.sentinel_stores import start_two_replica_group
 from tests.faults.servers import Restartable, stop_group
+from tests.faults.stream_events import read_events
 
-from proxyfleet.common.wire.subjects import EVENT_STREAM
+from proxyfleet.devstack.nats_cluster import NatsCluster, start_nats_cluster
 from proxyfleet.devstack.options import StackOptions
 from proxyfleet.devstack.providers import stop_local_proxies
+from proxyfleet.devstack.sentinel import SentinelGroup
 from proxyfleet.devstack.servers import free_port
 from proxyfleet.devstack.stack import Stack
 
@@ -41,19 +40,37 @@ class FaultStack(Stack):
 
     other_client_token: str = ""
     """The second client's secret (what it sends); configured as `faults-b:<secret>`."""
+    stream_replicas: int = 1
+    """Every service declares the streams with this many copies (3 on a NATS cluster)."""
+    redis_wait_replicas: int = 0
+    """Writes acknowledged once this many replicas hold them (1 behind Sentinel)."""
 
     def service_env(self) -> dict[str, str]:
         env = super().service_env()
         if not self.other_client_token:
             self.other_client_token = secrets.token_urlsafe(18)
         env["PROXYFLEET_API_CLIENT_TOKENS"] += ",faults-b:" + self.other_client_token
+        env["PROXYFLEET_STREAM_REPLICAS"] = str(self.stream_replicas)
+        if self.redis_wait_replicas:
+            env["PROXYFLEET_REDIS_WAIT_REPLICAS"] = str(self.redis_wait_replicas)
+            env["PROXYFLEET_REDIS_WAIT_TIMEOUT"] = "0.5"  # a loaded machine syncs late
         return env
 
 
 class Fleet:
     """The whole system for the fault suite; `close()` stops everything it started."""
 
-    def __init__(self, proxies: int, cooldown: float = 0.2, health_interval: float = 0.5) -> None:
+    def __init__(
+        self,
+        proxies: int,
+        cooldown: float = 0.2,
+        health_interval: float = 0.5,
+        nats_nodes: int = 1,
+        sentinel: bool = False,
+    ) -> None:
+        """`nats_nodes` > 1: a NATS cluster of that many servers (`cluster`), the streams
+        replicated on each, instead of the one restartable server `nats`. `sentinel`: Redis
+        as a primary, two replicas and three Sentinels (`sentinels`) instead of `redis`."""
         # Squid drops to user `proxy` as root: the folders on the way must be traversable.
         self.base = Path(tempfile.mkdtemp(prefix="proxyfleet-faults-"))
         self.base.chmod(0o711)
@@ -62,6 +79,10 @@ class Fleet:
         self.redis = Restartable("redis", self.base / "redis", self.base / "logs" / "redis.log")
         self.outbox = OutboxProbe(self.redis.url)
         self.proxy_count = proxies
+        self.nats_nodes = nats_nodes
+        self.cluster: NatsCluster | None = None
+        self.use_sentinel = sentinel
+        self.sentinels: SentinelGroup | None = None
         self.passwords: set[str] = set()
         """Proxy passwords the loads were granted: no log may hold one."""
         self.deleted: set[str] = set()
@@ -96,9 +117,18 @@ class Fleet:
     # ---- lifecycle ------------------------------------------------------------------
 
     def start(self) -> None:
-        self.nats.start()
-        self.redis.start()
-        self.stack.opts.nats_url, self.stack.opts.redis_url = self.nats.url, self.redis.url
+        if self.nats_nodes > 1:
+            self.cluster = start_nats_cluster(self.base / "nats-cluster", self.nats_nodes)
+            self.stack.stream_replicas = self.nats_nodes
+        else:
+            self.nats.start()
+        if self.use_sentinel:
+            self.sentinels = start_two_replica_group(self.base / "sentinel")
+            self.stack.redis_wait_replicas = 1
+            self.outbox = OutboxProbe(self.sentinels.url)
+        else:
+            self.redis.start()
+        self.stack.opts.nats_url, self.stack.opts.redis_url = self.nats_url, self.redis_url
         self.stack.start()
         self.admin = httpx.Client(
             base_url=self.stack.api_url, headers=auth(self.stack.admin_token), timeout=30
@@ -119,9 +149,23 @@ class Fleet:
             # Redis is not the stack's own, so it leaves the proxies: stop them here.
             stop_local_proxies(self.base / "local-proxies")
             self.nats.stop()
+            if self.cluster is not None:
+                self.cluster.stop()
             self.redis.stop()
+            if self.sentinels is not None:
+                self.sentinels.stop()
             if not os.environ.get("PROXYFLEET_FAULTS_KEEP"):
                 shutil.rmtree(self.base, ignore_errors=True)
+
+    @property
+    def nats_url(self) -> str:
+        """What the services are given: the cluster's URLs, comma-separated, or the one."""
+        return self.cluster.url if self.cluster is not None else self.nats.url
+
+    @property
+    def redis_url(self) -> str:
+        """What the services are given: the Sentinels' redis+sentinel:// URL, or the one."""
+        return self.sentinels.url if self.sentinels is not None else self.redis.url
 
     @property
     def state_dir(self) -> Path:
@@ -216,28 +260,6 @@ class Fleet:
         s = self.stack
         return {s.admin_token, s.client_token, s.other_client_token, *self.passwords}
 
-    def fill_junk(self, keys: int = 300_000) -> None:
-        """Keys in a database of their own, so a restarted Redis takes a moment to load."""
-        with redis.Redis.from_url(self.redis.url.rsplit("/", 1)[0] + "/9") as r:
-            if r.dbsize() >= keys:
-                return
-            pipe = r.pipeline(transaction=False)
-            for start in range(0, keys, 1000):
-                pipe.mset({f"junk:{i}": "x" * 64 for i in range(start, start + 1000)})
-            pipe.execute()
-
-    def redis_loading(self, timeout: float = 60) -> float:
-        """Seconds until a just started Redis stops answering LOADING."""
-        t0 = time.monotonic()
-        with redis.Redis.from_url(self.redis.url) as r:
-            while time.monotonic() - t0 < timeout:
-                try:
-                    r.ping()
-                    break
-                except redis.exceptions.BusyLoadingError:
-                    time.sleep(0.05)
-        return time.monotonic() - t0
-
     def resources(self) -> dict[str, int]:
         """Live proxy processes per proxy id the local provider has a folder for."""
         ids = [p.name for p in self.state_dir.iterdir()] if self.state_dir.exists() else []
@@ -261,7 +283,7 @@ class Fleet:
         return counts
 
     def events(self) -> list[StreamEvent]:
-        return asyncio.run(_read_events(self.nats.url))
+        return asyncio.run(read_events(self.nats_url))
 
     def logs_with(self, secrets: set[str]) -> list[str]:
         """Log files (of every service, NATS and Redis) holding one of `secrets`."""
@@ -270,40 +292,3 @@ class Fleet:
             text = log.read_text(errors="replace")
             found += [f"{log.name}: {s[:4]}..." for s in secrets if s and s in text]
         return found
-
-
-async def _read_events(url: str) -> list[StreamEvent]:
-    """Every message of the events stream, through an ephemeral consumer from the start."""
-    nc = await nats.connect(url, connect_timeout=5, max_reconnect_attempts=0)
-    try:
-        js = nc.jetstream()
-        total = (await js.stream_info(EVENT_STREAM)).state.messages
-        config = ConsumerConfig(
-            deliver_policy=DeliverPolicy.ALL, ack_policy=AckPolicy.NONE, inactive_threshold=30
-        )
-        sub = await js.pull_subscribe("proxyfleet.events.>", stream=EVENT_STREAM, config=config)
-        out: list[StreamEvent] = []
-        while len(out) < total:
-            try:
-                msgs = await sub.fetch(1000, timeout=3)
-            except TimeoutError:
-                break
-            out += [_event(json.loads(m.data)) for m in msgs]
-        await sub.unsubscribe()
-        return out
-    finally:
-        await nc.close()
-
-
-def _event(body: dict[str, Any]) -> StreamEvent:
-    data = body.get("data") or {}
-    return StreamEvent(
-        id=body["id"],
-        type=body["type"],
-        time=float(body["time"]),
-        proxy_id=body.get("proxy_id", ""),
-        lease_id=body.get("lease_id", ""),
-        epoch=data.get("epoch"),
-        gen=data.get("gen"),
-        expires_at=float(data["expires_at"]) if "expires_at" in data else None,
-    )

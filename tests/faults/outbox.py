@@ -8,6 +8,7 @@ import time
 
 import redis
 from tests.faults.audit import Finding
+from tests.faults.sentinel_stores import sync_client
 
 NAMESPACE = "pf"
 SETTLE = 60.0
@@ -20,20 +21,20 @@ class OutboxProbe:
         self._key = f"{NAMESPACE}:outbox"
 
     def length(self) -> int:
-        with redis.Redis.from_url(self._url, socket_timeout=2) as r:
+        with sync_client(self._url) as r:
             return int(r.xlen(self._key))
 
     def mark(self) -> str:
         """The id of the newest entry in the outbox ("0-0" when it is empty: everything
         written so far is published)."""
-        with redis.Redis.from_url(self._url, socket_timeout=2) as r:
+        with sync_client(self._url) as r:
             newest = r.xrevrange(self._key, count=1)
             return newest[0][0].decode() if newest else "0-0"
 
     def holds_up_to(self, mark: str) -> bool:
         """Whether an entry written at or before `mark` is still in the outbox (unpublished
         or not yet acked by JetStream)."""
-        with redis.Redis.from_url(self._url, socket_timeout=2) as r:
+        with sync_client(self._url) as r:
             return bool(r.xrange(self._key, "-", mark, count=1))
 
     def settle(self) -> list[Finding]:

@@ -77,6 +77,8 @@ class Window:
     apis: list[str] = field(default_factory=list)
     clients: int = 4
     load: bool = True
+    killed_at: float | None = None
+    """When a fault killed the store (time.time()): the row gives the first grant after."""
 
 
 Inject = Callable[[Fleet, Window, Plan], None]
@@ -109,6 +111,8 @@ def run_one(fleet: Fleet, name: str, inject: Inject, plan: Plan, seen: set[Findi
         time.sleep(plan.after if load.clients else 0)
     if load.clients:
         w.recovered.append(grants_refused(load.requests, w.start))
+        if w.killed_at is not None:
+            w.recovered.append(first_grant_after(load.requests, w.killed_at))
     fleet.passwords |= load.passwords
     if "api2" in fleet.stack.processes:
         fleet.stop_service("api2")
@@ -139,6 +143,15 @@ def grants_refused(requests: list[Request], start: float) -> str:
     return (
         f"grants 2xx again {ok.started + ok.seconds - failed.started:.1f}s after the first failure"
     )
+
+
+def first_grant_after(requests: list[Request], killed_at: float) -> str:
+    """Seconds from the kill to the first 2xx answer to a grant asked after it."""
+    done = [r.started + r.seconds for r in requests
+            if r.op == "grant" and r.status == 201 and r.started >= killed_at]  # fmt: skip
+    if not done:
+        return "no grant after the kill"
+    return f"first grant 2xx {min(done) - killed_at:.1f}s after the kill"
 
 
 def kill(service: str) -> Inject:
@@ -195,7 +208,7 @@ def redis_restart(persist: bool, junk: bool = True) -> Callable[[Fleet, Window, 
     def inject(fleet: Fleet, w: Window, plan: object) -> None:
         ready_before = fleet.ready_count()
         if persist and junk:
-            fleet.fill_junk()  # enough data that loading it takes a moment (LOADING)
+            fleet.redis.fill_junk()  # enough data that loading it takes a moment (LOADING)
         fleet.redis.kill()
         if persist:
             time.sleep(1.0)
@@ -205,7 +218,7 @@ def redis_restart(persist: bool, junk: bool = True) -> Callable[[Fleet, Window, 
             fleet.redis.persist = False  # the dev stack's old settings: nothing kept
         t0 = time.monotonic()
         fleet.redis.start()
-        w.recovered.append(f"Redis loaded its data in {fleet.redis_loading():.1f}s")
+        w.recovered.append(f"Redis loaded its data in {fleet.redis.loading_seconds():.1f}s")
         fleet.wait("the API ready after Redis", lambda: fleet.is_ready("api"), 60)
         w.recovered.append(f"API ready {time.monotonic() - t0:.1f}s after Redis restart")
         if persist:

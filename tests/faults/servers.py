@@ -6,8 +6,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
+
+import redis
 
 from proxyfleet.devstack.servers import free_port, nats_server_binary, redis_server_binary
 from proxyfleet.devstack.servers import wait_tcp as _wait_tcp
@@ -82,3 +85,25 @@ class Restartable:
         """Drop every file the server kept (a Redis that persisted nothing)."""
         for path in sorted(self.data_dir.rglob("*"), reverse=True):
             path.unlink() if path.is_file() else path.rmdir()
+
+    def fill_junk(self, keys: int = 300_000) -> None:
+        """Redis: keys in a database of their own, so a restart takes a moment to load."""
+        with redis.Redis.from_url(self.url.rsplit("/", 1)[0] + "/9") as r:
+            if r.dbsize() >= keys:
+                return
+            pipe = r.pipeline(transaction=False)
+            for start in range(0, keys, 1000):
+                pipe.mset({f"junk:{i}": "x" * 64 for i in range(start, start + 1000)})
+            pipe.execute()
+
+    def loading_seconds(self, timeout: float = 60) -> float:
+        """Redis: seconds until the just started server stops answering LOADING."""
+        t0 = time.monotonic()
+        with redis.Redis.from_url(self.url) as r:
+            while time.monotonic() - t0 < timeout:
+                try:
+                    r.ping()
+                    break
+                except redis.exceptions.BusyLoadingError:
+                    time.sleep(0.05)
+        return time.monotonic() - t0

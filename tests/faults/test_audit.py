@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from redis.sentinel import SentinelConnectionPool
 from tests.faults.audit import (
     Finding,
     Lease,
@@ -20,6 +21,8 @@ from tests.faults.audit import (
     load_figures,
 )
 from tests.faults.report import Row, render
+from tests.faults.scenarios import first_grant_after
+from tests.faults.sentinel_stores import sync_client
 
 
 def lease(i: str, proxy: str, epoch: int, t0: float, t1: float | None, status: int = 200) -> Lease:
@@ -192,3 +195,26 @@ def test_load_figures_and_table() -> None:
     row.verdict.findings.extend(check_stream_once([ev("1", "x", 0, "p"), ev("1", "x", 0, "p")]))
     assert "1 event_duplicate" in render([row])
     assert "FAIL" in render([row])
+
+
+def test_the_first_grant_after_a_kill_counts_only_grants_asked_after_it() -> None:
+    requests = [
+        Request("grant", 9.5, 0.2, 201),  # asked before the kill
+        Request("grant", 10.5, 2.0, 503, "store_unavailable"),
+        Request("release", 11.0, 0.1, 200),
+        Request("grant", 12.0, 1.5, 201),
+        Request("grant", 13.0, 0.1, 201),
+    ]
+    assert first_grant_after(requests, 10.0) == "first grant 2xx 3.1s after the kill"
+    assert first_grant_after(requests[:3], 10.0) == "no grant after the kill"
+
+
+def test_a_sentinel_url_gives_a_client_of_the_primary_it_names() -> None:
+    client = sync_client("redis+sentinel://127.0.0.1:26379,127.0.0.1:26380/pf-primary/3")
+    pool = client.connection_pool
+    assert isinstance(pool, SentinelConnectionPool)
+    assert pool.service_name == "pf-primary"
+    assert pool.connection_kwargs["db"] == 3
+    assert [
+        s.connection_pool.connection_kwargs["port"] for s in pool.sentinel_manager.sentinels
+    ] == [26379, 26380]

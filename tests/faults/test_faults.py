@@ -2,8 +2,10 @@
 without persistence, under a grant/release load, audited after each fault.
 
 `make test` runs the short subset; `make test-faults` (PROXYFLEET_FAULTS=full) the whole
-suite with a 30 s NATS outage, then the heavy rows (issue 25: wrk at 64 connections, on a
-fleet of their own). Both print the tables docs/reliability.md records."""
+suite with a 30 s NATS outage, then the rows of issue 25, each on a fleet of its own: on
+a three-server NATS cluster (the stream leader killed, no quorum), on Redis behind Sentinel
+(the primary killed) and under wrk at 64 connections (the heavy rows). Each prints the
+table docs/reliability.md records."""
 
 from __future__ import annotations
 
@@ -16,10 +18,12 @@ from pathlib import Path
 
 import pytest
 from tests.faults.audit import Finding
+from tests.faults.cluster_scenarios import CLUSTER, NODES, run_cluster
 from tests.faults.harness import Fleet
 from tests.faults.heavy_scenarios import HEAVY, HEAVY_PROXIES, run_heavy
 from tests.faults.report import Row, failures, render, render_heavy
 from tests.faults.scenarios import FULL, SUBSET, run
+from tests.faults.sentinel_scenarios import SENTINEL, run_sentinel
 
 from proxyfleet.bench.wrkrun import WRK_MISSING
 
@@ -62,6 +66,44 @@ def test_faults(fleet: Fleet) -> None:
 
 
 @pytest.fixture
+def cluster_fleet() -> Iterator[Fleet]:
+    f = Fleet(proxies=10, nats_nodes=NODES)
+    try:
+        f.start()
+        yield f
+    finally:
+        _tail_logs(f.base)
+        f.close()
+
+
+@pytest.mark.skipif(not FULL_RUN, reason="make test-faults only (PROXYFLEET_FAULTS=full)")
+@pytest.mark.timeout(600)
+def test_faults_cluster(cluster_fleet: Fleet) -> None:
+    t0 = time.monotonic()
+    rows = run_cluster(cluster_fleet, CLUSTER, set())
+    _report(rows, "cluster", f"NATS cluster ({NODES} servers, streams with {NODES} replicas)", t0)
+
+
+@pytest.fixture
+def sentinel_fleet() -> Iterator[Fleet]:
+    f = Fleet(proxies=10, sentinel=True)
+    try:
+        f.start()
+        yield f
+    finally:
+        _tail_logs(f.base)
+        f.close()
+
+
+@pytest.mark.skipif(not FULL_RUN, reason="make test-faults only (PROXYFLEET_FAULTS=full)")
+@pytest.mark.timeout(600)
+def test_faults_sentinel(sentinel_fleet: Fleet) -> None:
+    t0 = time.monotonic()
+    rows = run_sentinel(sentinel_fleet, SENTINEL, set())
+    _report(rows, "sentinel", "Redis behind Sentinel (a primary, 2 replicas, wait 1)", t0)
+
+
+@pytest.fixture
 def heavy_fleet() -> Iterator[Fleet]:
     # Cooldown 0: a released proxy is grantable at once, as in the bench's cycles. A probe
     # every 2 s keeps health's share of the two cores small (grants take a proxy probed
@@ -93,6 +135,24 @@ def test_faults_heavy(heavy_fleet: Fleet) -> None:
         heavy.parent.mkdir(parents=True, exist_ok=True)
         heavy.write_text(f"{head}\n\n{table}\n\n{failures(rows, examples=5)}\n")
     assert all(r.passed for r in rows), "heavy faults that lost or broke something:\n" + (
+        failures(rows)
+    )
+
+
+def _report(rows: list[Row], suffix: str, what: str, t0: float) -> None:
+    """Print the rows' table (and write it beside REPORT, `-<suffix>.md`); fail on any
+    row that lost or broke something."""
+    table = render(rows)
+    head = (
+        f"fault suite, {what}, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
+        f"{platform.machine()}, {time.monotonic() - t0:.0f}s"
+    )
+    print(f"\n{head}\n\n{table}\n")
+    if REPORT:
+        path = Path(REPORT).with_name(Path(REPORT).stem + f"-{suffix}.md")
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(f"{head}\n\n{table}\n\n{failures(rows, examples=5)}\n")
+    assert all(r.passed for r in rows), f"{suffix} faults that lost or broke something:\n" + (
         failures(rows)
     )
 

@@ -39,6 +39,10 @@ EVENT_RETENTION_SECONDS = 7 * 86_400
 RETRYABLE_PUBLISH_ERRORS = (
     nats.errors.TimeoutError,
     nats.errors.NoRespondersError,
+    # JetStream's publish turns "no responders" into this: the stream has no leader now
+    # (an election after its leader died, or no quorum). It killed the provisioner's
+    # reconciler on a 3-node cluster (the fault suite's "nats node kill (cluster)").
+    nats.js.errors.NoStreamResponseError,
     nats.errors.OutboundBufferLimitError,
 )
 OUTAGES = (
