@@ -9,6 +9,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,6 +29,11 @@ def _ephemeral_start() -> int:
         return 32768  # Linux's default
 
 
+_HANDED_OUT: deque[int] = deque(maxlen=512)
+"""Ports free_port gave lately: not given again while their servers may not have bound
+them yet (a stack takes all its ports before it starts its services)."""
+
+
 def free_port(host: str = "127.0.0.1") -> int:
     """A port nothing listens on, for a server to bind a moment later. Taken just below the
     kernel's ephemeral range: a port bind(0) picks is one the next outgoing connection's
@@ -36,11 +42,14 @@ def free_port(host: str = "127.0.0.1") -> int:
     if top - _LOWEST >= 500:  # else an unusual range: the kernel's choice is all there is
         for _ in range(100):
             port = _random.randrange(_LOWEST, top)
+            if port in _HANDED_OUT:
+                continue
             with socket.socket() as s:
                 try:
                     s.bind((host, port))
                 except OSError:
                     continue  # taken: another (2,768 ports with Linux's default range)
+                _HANDED_OUT.append(port)
                 return port
     with socket.socket() as s:
         s.bind((host, 0))
