@@ -53,6 +53,10 @@ OUTAGES = (
     nats.errors.StaleConnectionError,
 )
 """NATS errors that mean the broker cannot take or give a message now."""
+TRANSIENT_API_ERRORS = frozenset({10158})
+"""JetStream API errors that clear by themselves: 10158, "duplicate message id is in
+process" (an earlier attempt with the same id is still being stored, as when a stream
+regains its quorum; seen in the fault suite's "nats no quorum (cluster)")."""
 RETRY_AFTER = 1.0
 """Seconds a caller is asked to wait after a messaging outage."""
 
@@ -65,6 +69,10 @@ def messaging_outage(what: str = "NATS") -> Iterator[None]:
     except OUTAGES as exc:
         detail = str(exc) or type(exc).__name__
         raise MessagingUnavailable(f"{what} unavailable: {detail}", RETRY_AFTER) from exc
+    except nats.js.errors.APIError as exc:
+        if exc.err_code not in TRANSIENT_API_ERRORS:
+            raise
+        raise MessagingUnavailable(f"{what} unavailable: {exc.description}", RETRY_AFTER) from exc
 
 
 CONNECT_TRIES = 1
