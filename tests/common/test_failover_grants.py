@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
-import redis
 from tests.common.factories import make_proxy, make_ready
 
 from proxyfleet.common.core.clock import ManualClock, SystemClock
@@ -30,7 +29,6 @@ from proxyfleet.common.store import (
 )
 from proxyfleet.common.store.leases import LeasePolicy
 from proxyfleet.devstack.sentinel import SentinelGroup, port_of, start_sentinel_group
-from proxyfleet.devstack.servers import start_redis
 
 PROXIES = 12
 WORKERS = 8
@@ -74,30 +72,11 @@ def test_the_audit_counts_an_overlap_and_nothing_else() -> None:
 
 @pytest.fixture
 def group(tmp_path: Path) -> Iterator[SentinelGroup]:
-    """The Sentinel group with a second replica: after a failover the new primary still
-    has one, so writes can be confirmed again as soon as it has synced."""
-    sentinels = start_sentinel_group(tmp_path / "sentinel")
-    try:
-        replica_of = ["--replicaof", "127.0.0.1", str(port_of(sentinels.redis[0]))]
-        sentinels.redis.append(start_redis(tmp_path / "replica2", options=replica_of))
-        for server in sentinels.redis:  # a replica syncs at once (the default waits 5 s)
-            with redis.Redis(port=port_of(server), socket_timeout=5) as admin:
-                admin.config_set("repl-diskless-sync-delay", 0)
-        _until_sentinels_see(sentinels, replicas=2)
-    except BaseException:
-        sentinels.stop()
-        raise
+    """Two replicas: after a failover the new primary still has one, so writes can be
+    confirmed again as soon as it has synced."""
+    sentinels = start_sentinel_group(tmp_path / "sentinel", replicas=2)
     yield sentinels
     sentinels.stop()
-
-
-def _until_sentinels_see(group: SentinelGroup, replicas: int, within: float = 30.0) -> None:
-    deadline = time.monotonic() + within
-    for port in group.sentinel_ports:
-        with redis.Redis(port=port, socket_timeout=2, decode_responses=True) as sentinel:
-            while len(sentinel.execute_command("SENTINEL", "REPLICAS", group.master)) < replicas:
-                assert time.monotonic() < deadline, "the Sentinels did not see both replicas"
-                time.sleep(0.1)
 
 
 async def test_a_failover_under_load_loses_no_acknowledged_grant_and_doubles_none(

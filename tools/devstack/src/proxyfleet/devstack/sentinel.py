@@ -64,14 +64,23 @@ class SentinelGroup:
             server.stop()
 
 
-def start_sentinel_group(data_dir: Path, master: str = "pf-primary") -> SentinelGroup:
-    """Start the group and wait until the replica is in sync and every Sentinel sees the
-    replica and the two other Sentinels (a failover needs both)."""
-    primary = start_redis(data_dir / "primary")
+SYNC_AT_ONCE = ["--repl-diskless-sync-delay", "0"]
+"""A primary sends a replica its data at once (Redis waits 5 s for more replicas)."""
+
+
+def start_sentinel_group(
+    data_dir: Path, master: str = "pf-primary", *, replicas: int = 1
+) -> SentinelGroup:
+    """Start the group and wait until every replica is in sync and every Sentinel sees the
+    replicas and the two other Sentinels (a failover needs both). `replicas`: 2 leaves the
+    promoted replica one of its own after a failover (what a replica wait needs)."""
+    primary = start_redis(data_dir / "primary", options=SYNC_AT_ONCE)
     group = SentinelGroup(master, [primary])
     try:
-        replica_of = ["--replicaof", "127.0.0.1", str(port_of(primary))]
-        group.redis.append(start_redis(data_dir / "replica", options=replica_of))
+        replica_of = ["--replicaof", "127.0.0.1", str(port_of(primary)), *SYNC_AT_ONCE]
+        for n in range(replicas):
+            name = "replica" if n == 0 else f"replica{n + 1}"
+            group.redis.append(start_redis(data_dir / name, options=replica_of))
         for n in range(3):
             directory = data_dir / f"sentinel{n}"
             group.sentinels.append(start_sentinel(directory, master, port_of(primary)))
@@ -122,17 +131,17 @@ def _wait_ready(group: SentinelGroup) -> None:
 
 def _ready(group: SentinelGroup) -> bool:
     try:
-        with redis.Redis(
-            port=port_of(group.redis[1]), socket_timeout=1, decode_responses=True
-        ) as replica:
-            if replica.info("replication").get("master_link_status") != "up":
-                return False
+        for server in group.redis[1:]:
+            with redis.Redis(port=port_of(server), socket_timeout=1, decode_responses=True) as r:
+                if r.info("replication").get("master_link_status") != "up":
+                    return False
         for port in group.sentinel_ports:
             with redis.Redis(port=port, socket_timeout=1, decode_responses=True) as sentinel:
                 state = sentinel.execute_command("SENTINEL", "MASTER", group.master)
                 if isinstance(state, list):  # RESP2: a flat list of names and values
                     state = dict(zip(state[::2], state[1::2], strict=True))
-                if int(state["num-slaves"]) < 1 or int(state["num-other-sentinels"]) < 2:
+                replicas = len(group.redis) - 1
+                if int(state["num-slaves"]) < replicas or int(state["num-other-sentinels"]) < 2:
                     return False
     except redis.RedisError:
         return False
