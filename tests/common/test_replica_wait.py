@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+import redis
 import redis.asyncio as aioredis
 from tests.common.factories import make_proxy, make_ready
 
@@ -47,6 +48,16 @@ def replica(redis_url: str, tmp_path: Path) -> Iterator[tuple[subprocess.Popen[b
         os.kill(proc.pid, signal.SIGCONT)
         proc.terminate()
         proc.wait(10)
+        _until_no_replica(redis_url)  # the session's Redis as other tests expect it
+
+
+def _until_no_replica(redis_url: str, within: float = 10.0) -> None:
+    with redis.Redis.from_url(redis_url, socket_timeout=2) as primary:
+        deadline = time.monotonic() + within
+        while int(primary.info("replication").get("connected_slaves", 0)) > 0:
+            assert time.monotonic() < deadline, "the primary still counts the replica"
+            time.sleep(0.05)
+        primary.config_set("repl-diskless-sync-delay", 5)  # Redis's default
 
 
 async def _in_sync(replica_client: aioredis.Redis, within: float = 10.0) -> None:
