@@ -40,10 +40,10 @@ def test_a_sentinel_url_names_the_sentinels_master_db_and_credentials() -> None:
 
 
 def test_defaults_database_zero_and_no_credentials() -> None:
-    target = parse_redis_url("redis+sentinel://10.0.0.1/mymaster")
-    assert target == SentinelRedis(sentinels=(("10.0.0.1", 26379),), master="mymaster")
+    target = parse_redis_url("redis+sentinel://127.0.0.9/mymaster")
+    assert target == SentinelRedis(sentinels=(("127.0.0.9", 26379),), master="mymaster")
     assert isinstance(target, SentinelRedis)
-    assert target.describe() == "master 'mymaster' via Sentinel 10.0.0.1:26379"
+    assert target.describe() == "master 'mymaster' via Sentinel 127.0.0.9:26379"
 
 
 def test_a_password_alone_is_the_redis_password() -> None:
