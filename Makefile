@@ -2,6 +2,11 @@
 SHELL := /bin/bash
 UV ?= $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 export UV_LINK_MODE ?= copy
+# mypy's search path: every workspace member's src folder, found by pattern, so a new
+# package (a provider's, say) needs no edit here or in pyproject.toml.
+EMPTY :=
+MYPYPATH := $(subst $(EMPTY) $(EMPTY),:,$(wildcard libs/*/src services/*/src tools/*/src \
+	clients/*/src bench/src))
 
 .PHONY: run test lint fmt setup uv-installed build-packages proxy-packages kvm-packages \
 	system-packages browser-packages upstream-packages sentinel-packages bench bench-packages peer-packages clean generate test-integration-kvm test-integration-gcp test-integration-k8s test-fast asyncapi crd test-faults test-deploy
@@ -79,7 +84,7 @@ run: proxy-packages setup ## Start NATS, Redis, every service and the local prov
 lint: setup ## ruff, mypy (strict), import contracts
 	$(UV) run --frozen ruff check .
 	$(UV) run --frozen ruff format --check .
-	$(UV) run --frozen mypy libs services tools bench clients tests
+	MYPYPATH=$(MYPYPATH) $(UV) run --frozen mypy libs services tools bench clients tests
 	$(UV) run --frozen lint-imports
 
 fmt: setup
