@@ -13,7 +13,8 @@ import os
 import platform
 import shutil
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -32,15 +33,21 @@ REPORT = os.environ.get("PROXYFLEET_FAULTS_REPORT", "")
 """Also write the table to this file (make test-faults: .dev/faults-report.md)."""
 
 
-@pytest.fixture
-def fleet() -> Iterator[Fleet]:
-    f = Fleet(proxies=10)
+@contextmanager
+def _started(f: Fleet) -> Iterator[Fleet]:
+    """A started fleet, closed (its log tails printed) whatever the test did."""
     try:
         f.start()
         yield f
     finally:
         _tail_logs(f.base)
         f.close()
+
+
+@pytest.fixture
+def fleet() -> Iterator[Fleet]:
+    with _started(Fleet(proxies=10)) as f:
+        yield f
 
 
 @pytest.mark.timeout(1800 if FULL_RUN else 420)
@@ -52,28 +59,13 @@ def test_faults(fleet: Fleet) -> None:
     # A secret logged late (after the credentials row) is still a finding.
     late = [Finding("secret_in_log", s) for s in fleet.logs_with(fleet.secrets())]
     rows[-1].verdict.findings += [f for f in late if f not in seen]
-    table = render(rows)
-    head = (
-        f"fault suite ({'full' if FULL_RUN else 'subset'}), {time.strftime('%Y-%m-%d')}, "
-        f"{os.cpu_count()} cores, {platform.machine()}, {time.monotonic() - t0:.0f}s"
-    )
-    print(f"\n{head}\n\n{table}\n")
-    if REPORT:
-        Path(REPORT).parent.mkdir(parents=True, exist_ok=True)
-        Path(REPORT).write_text(f"{head}\n\n{table}\n\n{failures(rows, examples=5)}\n")
-    failed: list[Row] = [r for r in rows if not r.passed]
-    assert not failed, "faults that lost or broke something:\n" + failures(rows)
+    _report(rows, "", f"{'full' if FULL_RUN else 'subset'}", t0)
 
 
 @pytest.fixture
 def cluster_fleet() -> Iterator[Fleet]:
-    f = Fleet(proxies=10, nats_nodes=NODES)
-    try:
-        f.start()
+    with _started(Fleet(proxies=10, nats_nodes=NODES)) as f:
         yield f
-    finally:
-        _tail_logs(f.base)
-        f.close()
 
 
 @pytest.mark.skipif(not FULL_RUN, reason="make test-faults only (PROXYFLEET_FAULTS=full)")
@@ -86,13 +78,8 @@ def test_faults_cluster(cluster_fleet: Fleet) -> None:
 
 @pytest.fixture
 def sentinel_fleet() -> Iterator[Fleet]:
-    f = Fleet(proxies=10, sentinel=True)
-    try:
-        f.start()
+    with _started(Fleet(proxies=10, sentinel=True)) as f:
         yield f
-    finally:
-        _tail_logs(f.base)
-        f.close()
 
 
 @pytest.mark.skipif(not FULL_RUN, reason="make test-faults only (PROXYFLEET_FAULTS=full)")
@@ -108,13 +95,8 @@ def heavy_fleet() -> Iterator[Fleet]:
     # Cooldown 0: a released proxy is grantable at once, as in the bench's cycles. A probe
     # every 2 s keeps health's share of the two cores small (grants take a proxy probed
     # within 8 s).
-    f = Fleet(proxies=HEAVY_PROXIES, cooldown=0.0, health_interval=2.0)
-    try:
-        f.start()
+    with _started(Fleet(proxies=HEAVY_PROXIES, cooldown=0.0, health_interval=2.0)) as f:
         yield f
-    finally:
-        _tail_logs(f.base)
-        f.close()
 
 
 @pytest.mark.skipif(not FULL_RUN, reason="make test-faults only (PROXYFLEET_FAULTS=full)")
@@ -123,36 +105,26 @@ def heavy_fleet() -> Iterator[Fleet]:
 def test_faults_heavy(heavy_fleet: Fleet) -> None:
     t0 = time.monotonic()
     rows = run_heavy(heavy_fleet, HEAVY, set())
-    table = render_heavy(rows)
-    head = (
-        f"fault suite, heavy load (wrk, 64 connections, {HEAVY_PROXIES} proxies, cooldown 0), "
-        f"{time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, {platform.machine()}, "
-        f"{time.monotonic() - t0:.0f}s"
-    )
-    print(f"\n{head}\n\n{table}\n")
-    if REPORT:
-        heavy = Path(REPORT).with_name(Path(REPORT).stem + "-heavy.md")
-        heavy.parent.mkdir(parents=True, exist_ok=True)
-        heavy.write_text(f"{head}\n\n{table}\n\n{failures(rows, examples=5)}\n")
-    assert all(r.passed for r in rows), "heavy faults that lost or broke something:\n" + (
-        failures(rows)
-    )
+    what = f"heavy load (wrk, 64 connections, {HEAVY_PROXIES} proxies, cooldown 0)"
+    _report(rows, "heavy", what, t0, table=render_heavy(rows))
 
 
-def _report(rows: list[Row], suffix: str, what: str, t0: float) -> None:
-    """Print the rows' table (and write it beside REPORT, `-<suffix>.md`); fail on any
-    row that lost or broke something."""
-    table = render(rows)
+def _report(rows: Sequence[Row], suffix: str, what: str, t0: float, table: str = "") -> None:
+    """Print the rows' table (and write it to REPORT, or beside it as `-<suffix>.md`); fail
+    on any row that lost or broke something."""
+    table = table or render(list(rows))
     head = (
         f"fault suite, {what}, {time.strftime('%Y-%m-%d')}, {os.cpu_count()} cores, "
         f"{platform.machine()}, {time.monotonic() - t0:.0f}s"
     )
     print(f"\n{head}\n\n{table}\n")
     if REPORT:
-        path = Path(REPORT).with_name(Path(REPORT).stem + f"-{suffix}.md")
+        path = Path(REPORT)
+        if suffix:
+            path = path.with_name(f"{path.stem}-{suffix}.md")
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(f"{head}\n\n{table}\n\n{failures(rows, examples=5)}\n")
-    assert all(r.passed for r in rows), f"{suffix} faults that lost or broke something:\n" + (
+    assert all(r.passed for r in rows), f"{suffix or 'faults'} that lost or broke something:\n" + (
         failures(rows)
     )
 
