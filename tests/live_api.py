@@ -17,7 +17,8 @@ import pytest
 import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
-from tests.api.helpers import ADMIN, CLIENT, PROVIDER, api_settings, providers_config, serve
+from tests.api.helpers import ADMIN, CLIENT, PROVIDER, api_settings, providers_config
+from tests.api.serving import serve
 from tests.conftest import TargetServer
 from tests.health.conftest import ProxyProcess, _squid
 

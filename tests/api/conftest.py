@@ -3,72 +3,27 @@ Redis and NATS of tests/conftest.py), HTTP clients per scope, NATS recorders."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any
+from collections.abc import AsyncIterator
 
-import httpx
 import pytest
 import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
 from tests.api.helpers import (
-    ADMIN,
-    CLIENT,
-    OTHER_CLIENT,
     Api,
     ApiFactory,
     Recorder,
-    api_settings,
-    providers_config,
-    serve,
 )
-
-from proxyfleet.api.app import create_app
-from proxyfleet.api.deps import AppDeps
-from proxyfleet.common.core.clock import ManualClock
-from proxyfleet.common.providers import ProvidersConfig
-from proxyfleet.common.store import ProxyRegistry
-
-
-def _bearer(token: str) -> dict[str, str]:
-    return {"Authorization": f"Bearer {token}"}
+from tests.api.serving import ApiStarter
 
 
 @pytest.fixture
 async def start_api(
     redis_client: aioredis.Redis, redis_url: str, nats_url: str
 ) -> AsyncIterator[ApiFactory]:
-    """Start apps (settings overrides as keyword arguments; `providers`: another providers
-    config than helpers.PROVIDERS_YAML) on a clean Redis."""
-    closers: list[Callable[[], Awaitable[None]]] = []
-
-    async def start(providers: ProvidersConfig | None = None, **overrides: Any) -> Api:
-        clock = ManualClock()
-        settings = api_settings(redis_url, nats_url, **overrides)
-        deps = AppDeps(providers=providers or providers_config(), clock=clock)
-        app = create_app(settings, deps)
-        url, stop = await serve(app)
-        admin, client, anon, other = (
-            httpx.AsyncClient(base_url=url, headers=h, timeout=10)
-            for h in (
-                {"Authorization": f"Bearer {ADMIN}"},
-                {"Authorization": f"Bearer {CLIENT}"},
-                {},
-                {"Authorization": f"Bearer {OTHER_CLIENT}"},
-            )
-        )
-
-        async def close() -> None:
-            for c in (admin, client, anon, other):
-                await c.aclose()
-            await stop()
-
-        closers.append(close)
-        registry = ProxyRegistry(redis_client, clock)
-        return Api(url, app, clock, registry, admin, client, anon, other)
-
-    yield start
-    for close in reversed(closers):
-        await close()
+    """Start apps (tests.api.helpers.ApiStarter) on a clean Redis."""
+    starter = ApiStarter(redis_client, redis_url, nats_url)
+    yield starter
+    await starter.aclose()
 
 
 @pytest.fixture

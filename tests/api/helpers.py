@@ -13,13 +13,10 @@ from typing import Any
 import httpx
 import msgspec
 import redis.asyncio as aioredis
-import uvicorn
 from litestar import Litestar
 from nats.aio.msg import Msg
 
 from proxyfleet.api.container import Services
-from proxyfleet.api.feed.stream import event_streams_of
-from proxyfleet.api.http.head import with_head
 from proxyfleet.api.settings import ApiSettings
 from proxyfleet.common.core.clock import ManualClock
 from proxyfleet.common.core.settings import CommonSettings
@@ -28,7 +25,6 @@ from proxyfleet.common.providers import ProvidersConfig, parse_providers_config
 from proxyfleet.common.store import ProxyRegistry
 from proxyfleet.common.wire.events import Event
 from proxyfleet.common.wire.models import Phase, Proxy
-from proxyfleet.devstack.servers import free_port
 
 ADMIN = "admin-token-for-tests"
 CLIENT = "client-token-for-tests"
@@ -109,38 +105,6 @@ class Api:
 
 ApiFactory = Callable[..., Awaitable[Api]]
 """start_api(**settings overrides) -> a running Api."""
-
-
-async def serve(app: Litestar) -> tuple[str, Callable[[], Awaitable[None]]]:
-    """Serve `app` with uvicorn on a free port in this loop, as HttpServer does (HEAD
-    included); returns (url, stop)."""
-    port = free_port()
-    config = uvicorn.Config(
-        with_head(app),
-        host="127.0.0.1",
-        port=port,
-        log_level="warning",
-        access_log=False,
-        proxy_headers=False,
-        lifespan="on",
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if task.done():
-            task.result()
-            raise RuntimeError("uvicorn stopped before it started")
-        if time.monotonic() > deadline:
-            raise TimeoutError("uvicorn did not start in 10 s")
-        await asyncio.sleep(0.01)
-
-    async def stop() -> None:
-        event_streams_of(app.state).close()  # as the service's HttpServer does
-        server.should_exit = True
-        await task
-
-    return f"http://127.0.0.1:{port}", stop
 
 
 @dataclass

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import httpx
 import redis.asyncio as aioredis
-from tests.api.helpers import ADMIN, CLIENT, api_settings, providers_config, serve
+from tests.api.helpers import ADMIN, CLIENT, api_settings, providers_config
+from tests.api.serving import serve
 
 from proxyfleet.api.app import create_app
 from proxyfleet.api.deps import AppDeps

@@ -11,7 +11,8 @@ from collections.abc import AsyncIterator
 
 import httpx
 import pytest
-from tests.api.helpers import CLIENT, Recorder, api_settings, providers_config, serve
+from tests.api.helpers import CLIENT, Recorder, api_settings, providers_config
+from tests.api.serving import serve
 from tests.conftest import TargetServer
 from tests.gateway.conftest import (
     StartGateway,

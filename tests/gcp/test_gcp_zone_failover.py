@@ -16,7 +16,8 @@ import httpx
 import pytest
 import redis.asyncio as aioredis
 from nats.aio.client import Client as NatsClient
-from tests.api.helpers import ADMIN, CLIENT, api_settings, serve
+from tests.api.helpers import ADMIN, CLIENT, api_settings
+from tests.api.serving import serve
 from tests.gcp.gcp_provider import ZONES, instances_of, settings_for
 from tests.provisioner.helpers import EventLog, fast_settings, wait_for_phase, wait_until
 

@@ -7,7 +7,8 @@ import shutil
 from collections.abc import AsyncIterator
 
 import pytest
-from tests.api.helpers import api_settings, providers_config, serve
+from tests.api.helpers import api_settings, providers_config
+from tests.api.serving import serve
 from tests.health.conftest import Collector, MakeProxy, RunWorker, _squid
 
 from proxyfleet.api.app import create_app
