@@ -1,9 +1,10 @@
-"""Provider types as plugins: the workspace's five types are found through their entry
-points, and a type registered at runtime (a fake `aws`) parses, is checked, and has its
+"""Provider types as plugins: every type a workspace package declares is found through its
+entry point, and a type registered at runtime (a fake `aws`) parses, is checked, and has its
 placement validated on the API's path, with no edit to libs/common or the API."""
 
 from __future__ import annotations
 
+import tomllib
 from collections.abc import Iterator, Mapping
 from importlib.metadata import entry_points
 from pathlib import Path
@@ -69,9 +70,20 @@ def aws() -> Iterator[ProviderType[AwsProviderConfig]]:
     unregister("aws")
 
 
+def _declared_in_the_workspace() -> set[str]:
+    """The types the packages under services/ declare in their pyproject.toml."""
+    root = Path(__file__).resolve().parents[2]
+    names: set[str] = set()
+    for project in sorted(root.glob("services/*/pyproject.toml")):
+        points = tomllib.loads(project.read_text()).get("project", {}).get("entry-points", {})
+        names |= set(points.get(ENTRY_POINT_GROUP, {}))
+    return names
+
+
 def test_the_workspace_types_are_found_through_their_entry_points() -> None:
     named = {point.name for point in entry_points(group=ENTRY_POINT_GROUP)}
-    assert named == {"local", "kvm", "gcp", "kubernetes", "static"}
+    assert {"local", "kvm", "gcp", "kubernetes", "static"} <= named
+    assert named == _declared_in_the_workspace()
     assert set(provider_types()) == named
     assert all(kind.name == name for name, kind in provider_types().items())
 
