@@ -11,7 +11,7 @@ from proxyfleet.bench.wrkrun import script_source
 from proxyfleet.common.core.clock import ManualClock, SystemClock
 from proxyfleet.common.core.errors import Unavailable
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
-from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.store.lease_terms import LeasePolicy
 from proxyfleet.common.wire.models import Phase
 
 

@@ -7,7 +7,7 @@ import redis.asyncio as aioredis
 
 from proxyfleet.common.core.clock import ManualClock
 from proxyfleet.common.store import LeaseStore
-from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.store.lease_terms import LeasePolicy
 
 
 @pytest.fixture

@@ -12,7 +12,7 @@ from proxyfleet.common.core.clock import ManualClock
 from proxyfleet.common.core.errors import Conflict, Unavailable
 from proxyfleet.common.messaging.jetstream import event_decoder
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
-from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.store.lease_terms import LeasePolicy
 from proxyfleet.common.store.outbox import Outbox
 from proxyfleet.common.wire.events import Event, EventType
 from proxyfleet.common.wire.models import LeaseOutcome, Phase

@@ -12,7 +12,7 @@ from proxyfleet.common.core.errors import Conflict, Unavailable
 from proxyfleet.common.domain.egress import network
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
 from proxyfleet.common.store.egress_holds import NOT_DISTINCT, Exclusivity
-from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.store.lease_terms import LeasePolicy
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from proxyfleet.common.domain.egress import Exclusive, network
 from proxyfleet.common.domain.pool_spec import Owner, PoolSpec
 from proxyfleet.common.store import GrantRequest, LeaseStore, PoolStore, ProxyRegistry
 from proxyfleet.common.store.egress_holds import Exclusivity
-from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.store.lease_terms import LeasePolicy
 from proxyfleet.common.wire.models import Phase
 
 COOLDOWN = 30.0

@@ -27,7 +27,7 @@ from proxyfleet.common.store import (
     ScriptMux,
     connect_redis,
 )
-from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.store.lease_terms import LeasePolicy
 from proxyfleet.devstack.sentinel import SentinelGroup, port_of, start_sentinel_group
 
 PROXIES = 12

@@ -9,7 +9,7 @@ from tests.common.factories import make_proxy, make_ready
 from proxyfleet.common.core.clock import ManualClock, SystemClock
 from proxyfleet.common.core.errors import Conflict, NotFound, Unavailable
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry, connect_redis
-from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.store.lease_terms import LeasePolicy
 from proxyfleet.common.wire.models import LeaseOutcome, Phase
 
 

@@ -12,7 +12,7 @@ from proxyfleet.common.core.clock import ManualClock
 from proxyfleet.common.core.errors import Unavailable
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
 from proxyfleet.common.store.creates import Idempotency
-from proxyfleet.common.store.leases import GrantKey, LeasePolicy
+from proxyfleet.common.store.lease_terms import GrantKey, LeasePolicy
 from proxyfleet.common.store.replies import BACKLOG_RETRY_AFTER
 from proxyfleet.common.wire.models import LeaseOutcome
 

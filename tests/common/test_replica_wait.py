@@ -27,7 +27,7 @@ from proxyfleet.common.store import (
     ScriptMux,
     Unreplicated,
 )
-from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.store.lease_terms import LeasePolicy
 from proxyfleet.devstack.servers import free_port, redis_server_binary, wait_tcp
 
 

@@ -37,7 +37,7 @@ from proxyfleet.common.host.files import raise_open_files
 from proxyfleet.common.messaging.jetstream import connect_nats, ensure_streams
 from proxyfleet.common.providers import ProvidersConfig
 from proxyfleet.common.store import LeaseStore, ProxyRegistry
-from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.store.lease_terms import LeasePolicy
 from proxyfleet.common.wire.models import Phase, Proxy
 from proxyfleet.gateway.assembly import Assembly, assemble
 from proxyfleet.gateway.settings import GatewaySettings

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from proxyfleet.common.store.leases import GrantedProxy
+from proxyfleet.common.store.lease_terms import GrantedProxy
 from proxyfleet.gateway.forward import upstream_head
 from proxyfleet.gateway.tunnels import Hold
 from proxyfleet.gateway.wire import parse_head

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from proxyfleet.common.core.errors import ConfigError
-from proxyfleet.common.store.leases import GrantedProxy
+from proxyfleet.common.store.lease_terms import GrantedProxy
 from proxyfleet.devstack.servers import free_port
 from proxyfleet.devstack.target import make_tls_material, server_ssl_context
 from proxyfleet.gateway import upstream

@@ -13,7 +13,7 @@ import pytest
 from tests.gateway.test_upstream_dialer import SocksPeer, dialer, proxy, serving, tls_proxy
 
 from proxyfleet.common.domain.socks5 import Reply
-from proxyfleet.common.store.leases import GrantedProxy
+from proxyfleet.common.store.lease_terms import GrantedProxy
 from proxyfleet.common.wire.models import Scheme
 from proxyfleet.devstack.servers import free_port
 from proxyfleet.gateway import upstream

@@ -29,7 +29,7 @@ from tests.health.conftest import (
 from proxyfleet.common.core.clock import SystemClock
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
 from proxyfleet.common.store.egress import AddressCounts, EgressStore
-from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.store.lease_terms import LeasePolicy
 from proxyfleet.common.wire.models import Phase, ProbeResult, Proxy
 from proxyfleet.health.metrics import EGRESS_ADDRESSES, EGRESS_UNKNOWN_BY_REASON
 from proxyfleet.health.prober import INVALID, MISSING, OK, Outcome, Prober

@@ -14,7 +14,7 @@ from tests.health.conftest import Collector, MakeProxy, ProxyProcess, RunWorker,
 from proxyfleet.common.core.clock import SystemClock
 from proxyfleet.common.core.errors import Conflict
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
-from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.store.lease_terms import LeasePolicy
 from proxyfleet.common.wire.models import Phase, ProbeResult
 from proxyfleet.health.prober import ERROR, Outcome
 

@@ -20,7 +20,7 @@ from tests.health.conftest import (
 
 from proxyfleet.common.core.clock import SystemClock
 from proxyfleet.common.store import GrantRequest, LeaseStore, ProxyRegistry
-from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.store.lease_terms import LeasePolicy
 from proxyfleet.common.wire.events import Event, EventData
 from proxyfleet.common.wire.models import Phase, ProbeResult, Proxy
 from proxyfleet.devstack.servers import free_port

@@ -19,7 +19,7 @@ from proxyfleet.common.store import (
     PoolStore,
     ProxyRegistry,
 )
-from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.store.lease_terms import LeasePolicy
 from proxyfleet.common.wire.events import EventType
 from proxyfleet.common.wire.models import LeaseOutcome, Phase, Withheld
 from proxyfleet.pools.config_pools import ConfigPools

@@ -17,7 +17,7 @@ import redis.asyncio as aioredis
 from proxyfleet.common.core.clock import SystemClock
 from proxyfleet.common.core.errors import Unavailable
 from proxyfleet.common.store import LeaseStore, ProxyRegistry
-from proxyfleet.common.store.leases import GrantRequest, LeasePolicy
+from proxyfleet.common.store.lease_terms import GrantRequest, LeasePolicy
 from proxyfleet.common.wire.events import EventType
 from proxyfleet.common.wire.models import Lease, Phase, Withheld
 

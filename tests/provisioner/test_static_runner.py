@@ -26,7 +26,7 @@ import redis.asyncio as aioredis
 from proxyfleet.common.core.clock import SystemClock
 from proxyfleet.common.observability.logging import configure_logging
 from proxyfleet.common.store import LeaseStore, ProxyRegistry
-from proxyfleet.common.store.leases import GrantRequest, LeasePolicy
+from proxyfleet.common.store.lease_terms import GrantRequest, LeasePolicy
 from proxyfleet.common.wire.events import EventType
 from proxyfleet.common.wire.models import Phase, ProxySpec, Scheme, Withheld
 from proxyfleet.provisioner_local.adapter import LocalProvider

@@ -33,7 +33,7 @@ from proxyfleet.common.store import (
     connect_redis,
 )
 from proxyfleet.common.store.egress_holds import Exclusivity
-from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.store.lease_terms import LeasePolicy
 
 TARGET = 0.9
 CONCURRENCY = 64

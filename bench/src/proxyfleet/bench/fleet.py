@@ -22,7 +22,7 @@ from proxyfleet.common.store import LeaseStore
 from proxyfleet.common.store.codec import encode_value
 from proxyfleet.common.store.creates import create_args
 from proxyfleet.common.store.fastid import fast_id
-from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.store.lease_terms import LeasePolicy
 from proxyfleet.common.store.scripts import Scripts
 from proxyfleet.common.wire.models import Phase, Proxy
 

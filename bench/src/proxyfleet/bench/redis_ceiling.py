@@ -31,7 +31,7 @@ from proxyfleet.bench.figures import Figure
 from proxyfleet.common.core.clock import SystemClock
 from proxyfleet.common.core.errors import Unavailable
 from proxyfleet.common.store import GrantRequest, LeaseStore, ScriptMux, connect_redis
-from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.store.lease_terms import LeasePolicy
 
 WORKERS = 3
 """Client processes: with 2 cores, more only steal the core Redis needs."""

@@ -23,7 +23,7 @@ from proxyfleet.bench.fleet import seed_ready
 from proxyfleet.common.core.clock import SystemClock
 from proxyfleet.common.store import GrantRequest, LeaseStore, connect_redis
 from proxyfleet.common.store.egress import EgressStore
-from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.store.lease_terms import LeasePolicy
 
 PROXY_KB = 2.0
 LEASE_KB = 1.0

@@ -19,7 +19,7 @@ from proxyfleet.bench.figures import Figure
 from proxyfleet.bench.fleet import seed_ready
 from proxyfleet.common.core.clock import SystemClock
 from proxyfleet.common.store import LeaseStore, ReplicaWait, ScriptMux, connect_redis
-from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.store.lease_terms import LeasePolicy
 from proxyfleet.devstack.servers import free_port, redis_server_binary, wait_tcp
 
 ROUNDS = 4

@@ -27,7 +27,7 @@ from proxyfleet.common.store import (
 )
 from proxyfleet.common.store.client_usage import ClientUsageStore
 from proxyfleet.common.store.egress_holds import Exclusivity
-from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.store.lease_terms import LeasePolicy
 
 READINESS_TIMEOUT = 1.0
 

@@ -14,7 +14,7 @@ from proxyfleet.common.core.clock import Clock
 from proxyfleet.common.core.errors import Conflict, NotFound, StoreUnavailable, Unavailable
 from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.store import GrantRequest, LeaseStore, PoolStore, ProxyRegistry
-from proxyfleet.common.store.leases import GrantedProxy
+from proxyfleet.common.store.lease_terms import GrantedProxy
 from proxyfleet.common.store.sessions import SessionLease, SessionStore
 from proxyfleet.common.wire.models import LeaseOutcome
 from proxyfleet.gateway.metrics import GRANTS_BY_RESULT, REPORTS

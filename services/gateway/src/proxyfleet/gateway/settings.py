@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from proxyfleet.common.core.errors import ConfigError
 from proxyfleet.common.core.settings import option
 from proxyfleet.common.domain.tokens import parse_tokens
-from proxyfleet.common.store.leases import LeasePolicy
+from proxyfleet.common.store.lease_terms import LeasePolicy
 from proxyfleet.gateway.client_limits import ClientLimit, default_limit, per_client
 from proxyfleet.gateway.username import MAX_SESSTIME_MINUTES
 

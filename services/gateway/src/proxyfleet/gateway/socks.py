@@ -12,7 +12,7 @@ import ipaddress
 import socket
 
 from proxyfleet.common.domain import socks5
-from proxyfleet.common.store.leases import GrantedProxy
+from proxyfleet.common.store.lease_terms import GrantedProxy
 from proxyfleet.gateway.splice import Side
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
-from proxyfleet.common.store.leases import GrantedProxy
+from proxyfleet.common.store.lease_terms import GrantedProxy
 from proxyfleet.gateway.metrics import OPEN_TUNNELS, SESSIONS_ACTIVE
 from proxyfleet.gateway.splice import Side
 

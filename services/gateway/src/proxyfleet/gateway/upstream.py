@@ -10,7 +10,7 @@ import time
 
 from proxyfleet.common.core.errors import ConfigError
 from proxyfleet.common.domain.socks5 import Reply, Socks5Error
-from proxyfleet.common.store.leases import GrantedProxy
+from proxyfleet.common.store.lease_terms import GrantedProxy
 from proxyfleet.common.wire.models import Scheme
 from proxyfleet.gateway.metrics import BYTES_DOWN, CONNECTS_BY_RESULT
 from proxyfleet.gateway.socks import resolve, socks_connect

@@ -3,7 +3,8 @@
 from proxyfleet.common.store.connection import connect_redis
 from proxyfleet.common.store.creates import Created, Fence, Idempotency
 from proxyfleet.common.store.installation import Installation, InstallationMarker
-from proxyfleet.common.store.leases import GrantRequest, LeaseStore
+from proxyfleet.common.store.lease_terms import GrantRequest
+from proxyfleet.common.store.leases import LeaseStore
 from proxyfleet.common.store.locks import Locks
 from proxyfleet.common.store.mux import LuaScript, ReplicaWait, ScriptMux, Unreplicated
 from proxyfleet.common.store.outbox import Outbox, OutboxEntry

@@ -22,7 +22,7 @@ from proxyfleet.common.domain.tokens import Principal
 from proxyfleet.common.observability.logging import get_logger
 from proxyfleet.common.store import GrantRequest, LeaseStore, PoolStore, ProxyRegistry
 from proxyfleet.common.store.lease_pages import LeasePage
-from proxyfleet.common.store.leases import GrantedProxy, GrantKey, Released, Renewed
+from proxyfleet.common.store.lease_terms import GrantedProxy, GrantKey, Released, Renewed
 from proxyfleet.common.wire.models import Lease, LeaseOutcome
 
 log = get_logger(__name__)
