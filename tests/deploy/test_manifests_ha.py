@@ -50,7 +50,8 @@ def test_every_service_gets_every_nats_server_and_sentinel() -> None:
     sentinels = named(docs, "StatefulSet", "redis-sentinel")
     redis = named(docs, "StatefulSet", "redis")
     assert (nats["spec"]["replicas"], sentinels["spec"]["replicas"]) == (3, 3)
-    assert redis["spec"]["replicas"] == 2  # a primary and one replica
+    # A primary and two replicas: with the replica wait, a failover leaves one to wait for.
+    assert redis["spec"]["replicas"] == 3
     master = _container_env_value(redis, "MASTER_NAME")
     assert _container_env_value(sentinels, "MASTER_NAME") == master
     for dep in of_kind(docs, "Deployment"):
@@ -69,6 +70,7 @@ def test_every_service_gets_every_nats_server_and_sentinel() -> None:
             stream_replicas=int(env["PROXYFLEET_STREAM_REPLICAS"]),
         )
         assert settings.stream_replicas == nats["spec"]["replicas"]
+        assert int(env["PROXYFLEET_REDIS_WAIT_REPLICAS"]) == redis["spec"]["replicas"] - 2
     # The names in the URLs are those of headless Services over these pods.
     for name, port in (("nats", 4222), ("redis-sentinel", 26379), ("redis", 6379)):
         service = named(docs, "Service", name)
