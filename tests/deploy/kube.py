@@ -6,10 +6,12 @@
 from __future__ import annotations
 
 import base64
+import fnmatch
 import functools
 import json
 import shutil
 import subprocess
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -190,3 +192,12 @@ def admits(policy: Doc, docs: list[Doc], workload: Doc, port: int) -> bool:
         if not peers or any(peer_admits(peer) for peer in peers):
             return True
     return False
+
+
+def workspace_member(folder: str) -> bool:
+    """Whether the root pyproject.toml's workspace takes `folder` (its members are patterns
+    such as services/*) and the folder is a package (a pyproject.toml of its own)."""
+    members = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["uv"]["workspace"]
+    return (ROOT / folder / "pyproject.toml").is_file() and any(
+        fnmatch.fnmatchcase(folder, pattern) for pattern in members["members"]
+    )

@@ -11,7 +11,18 @@ from typing import Any
 
 import pytest
 import yaml
-from tests.deploy.kube import DEPLOY, OVERLAYS, ROOT, Doc, named, of_kind, pod_spec, render, selects
+from tests.deploy.kube import (
+    DEPLOY,
+    OVERLAYS,
+    ROOT,
+    Doc,
+    named,
+    of_kind,
+    pod_spec,
+    render,
+    selects,
+    workspace_member,
+)
 from tests.deploy.kube import providers_text as rendered_providers_text
 
 from proxyfleet.common.providers import parse_providers_config
@@ -87,8 +98,7 @@ def test_the_provisioner_runs_its_console_script_with_the_usual_flags() -> None:
 def test_the_image_holds_every_workspace_member_and_so_the_k8s_console_script() -> None:
     dockerfile = (DEPLOY / "Dockerfile").read_text()
     assert "uv sync --all-packages --frozen --no-dev --no-editable" in dockerfile
-    root = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert "services/provisioner-k8s" in root["tool"]["uv"]["workspace"]["members"]
+    assert workspace_member("services/provisioner-k8s")
 
 
 @pytest.mark.parametrize("overlay", OVERLAYS)

@@ -12,7 +12,16 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from tests.deploy.kube import CLUSTER_SCOPED, DEPLOY, Doc, container_env, named, of_kind, render
+from tests.deploy.kube import (
+    CLUSTER_SCOPED,
+    DEPLOY,
+    Doc,
+    container_env,
+    named,
+    of_kind,
+    render,
+    workspace_member,
+)
 from tests.deploy.test_manifests import _console_scripts, _container, _docs, _providers_text
 from tests.deploy.test_manifests_gateway import _settings, _with_operator_secrets
 
@@ -106,8 +115,7 @@ def test_the_provisioner_runs_its_console_script_with_probes_as_non_root() -> No
 def test_the_image_holds_every_workspace_member_and_so_the_static_console_script() -> None:
     dockerfile = (DEPLOY / "Dockerfile").read_text()
     assert "uv sync --all-packages --frozen --no-dev --no-editable" in dockerfile
-    root = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    assert "services/provisioner-static" in root["tool"]["uv"]["workspace"]["members"]
+    assert workspace_member("services/provisioner-static")
     pyproject = tomllib.loads((ROOT / "services/provisioner-static/pyproject.toml").read_text())
     assert "proxyfleet-provisioner-static" in pyproject["project"]["scripts"]
 
