@@ -48,3 +48,11 @@ def test_a_taken_port_is_replaced_by_a_free_one() -> None:
         other = free_or_other(port)
     assert other not in (port, 0)
     assert free_or_other(0) > 0
+
+
+def test_a_stack_beside_others_picks_every_listening_port_free(tmp_path: Path) -> None:
+    opts = StackOptions.on_free_ports(tmp_path, cooldown=1.0)
+    assert (opts.api_port, opts.gateway_port, opts.gateway_socks_port) == (0, 0, 0)
+    assert (opts.base_dir, opts.cooldown) == (tmp_path, 1.0)
+    assert StackOptions.on_free_ports(tmp_path, api_port=9000).api_port == 9000
+    assert StackOptions(base_dir=tmp_path).gateway_port == 8899  # make run's own

@@ -23,9 +23,8 @@ def stack(
     # must be traversable, which pytest's 0700 temp root is not.
     base = Path(tempfile.mkdtemp(prefix="proxyfleet-e2e-"))
     base.chmod(0o711)
-    opts = StackOptions(
+    opts = StackOptions.on_free_ports(
         base_dir=base,
-        api_port=0,
         nats_url=nats_url,
         redis_url=redis_url.rsplit("/", 1)[0] + "/3",  # a database of its own
         health_interval=0.5,

@@ -51,9 +51,8 @@ def gcp_stack(
     base.chmod(0o711)  # Squid run as root drops to `proxy`: the path must be traversable
     target_port = free_port()
     metrics_port = free_port()
-    opts = StackOptions(
+    opts = StackOptions.on_free_ports(
         base_dir=base,
-        api_port=0,
         nats_url=nats_url,
         redis_url=redis_url.rsplit("/", 1)[0] + f"/{db}",
         health_interval=0.5,

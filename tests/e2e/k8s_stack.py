@@ -67,9 +67,8 @@ def k8s_stack(
     own_redis = redis_url.rsplit("/", 1)[0] + f"/{db}"
     with redis.Redis.from_url(own_redis) as r:
         r.flushdb()
-    opts = StackOptions(
+    opts = StackOptions.on_free_ports(
         base_dir=base,
-        api_port=0,
         nats_url=nats_url,
         redis_url=own_redis,
         health_interval=0.5,

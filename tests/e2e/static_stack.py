@@ -56,10 +56,8 @@ def static_stack(
         r.flushdb()
     metrics_port = free_port()
     debug = ["--log-level", "debug"]  # the credential scan reads the chattiest logs
-    opts = StackOptions(
+    opts = StackOptions.on_free_ports(
         base_dir=base,
-        api_port=0,
-        gateway_port=0,  # not 8899: other stacks on this machine may be taking it
         nats_url=nats_url,
         redis_url=own_redis,
         health_interval=HEALTH_INTERVAL,

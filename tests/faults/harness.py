@@ -89,9 +89,8 @@ class Fleet:
         """Proxies a fault deleted on purpose, in any window so far: a delete asked for in
         one window (NATS down) may finish in the next."""
         self.stack = FaultStack(
-            StackOptions(
+            StackOptions.on_free_ports(
                 base_dir=self.base,
-                api_port=0,
                 health_interval=health_interval,
                 gc_interval=1.0,
                 gc_min_age=3.0,

@@ -26,9 +26,8 @@ def replicas() -> Iterator[Replicas]:
     # must be traversable, which pytest's 0700 temp root is not.
     base = Path(tempfile.mkdtemp(prefix="proxyfleet-scaling-"))
     base.chmod(0o711)
-    opts = StackOptions(
+    opts = StackOptions.on_free_ports(
         base_dir=base,
-        api_port=0,
         health_interval=PROBE_INTERVAL,
         gc_interval=5.0,
         gc_min_age=60.0,

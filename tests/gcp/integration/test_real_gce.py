@@ -67,9 +67,8 @@ def stack(tmp_path: Path, project: str) -> Iterator[Stack]:
       sweep_interval: 1
 """
     tmp_path.chmod(0o711)
-    opts = StackOptions(
+    opts = StackOptions.on_free_ports(
         base_dir=tmp_path / "stack",
-        api_port=0,
         health_interval=5.0,
         gc_interval=5.0,
         gc_min_age=60.0,

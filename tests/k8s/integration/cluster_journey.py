@@ -105,9 +105,8 @@ def stack_options(s: JourneySettings, base: Path) -> StackOptions:
     probe: list[str] = []
     if s.target != LOCAL_TARGET:
         probe = ["--target", s.target, "--ca-file", certifi.where()]
-    return StackOptions(
+    return StackOptions.on_free_ports(
         base_dir=base,
-        api_port=0,
         health_interval=2.0,
         gc_interval=5.0,
         gc_min_age=120.0,

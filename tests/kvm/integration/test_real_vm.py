@@ -86,9 +86,8 @@ async def stack(
             "libvirtd: unset TEST_LIBVIRT_SOCKET"
         )
     target_port = free_port()
-    opts = StackOptions(
+    opts = StackOptions.on_free_ports(
         base_dir=tmp_path / "stack",
-        api_port=0,
         nats_url="",  # NATS and Redis of the stack's own, started in the namespace
         redis_url="",
         health_interval=5.0,

@@ -81,10 +81,8 @@ class PoolFleet:
             "redis", self.base / "redis", self.base / "logs" / "redis.log", persist=False
         )
         self.stack = Stack(
-            StackOptions(
+            StackOptions.on_free_ports(
                 base_dir=self.base,
-                api_port=0,
-                gateway_port=0,  # not 8899: another stack on this machine may hold it
                 nats_url=nats_url,
                 health_interval=0.5,
                 gc_interval=1.0,

@@ -123,10 +123,8 @@ async def run(env: BenchEnv) -> list[Figure]:
 
 
 def _options(env: BenchEnv, base: Path) -> StackOptions:
-    return StackOptions(
+    return StackOptions.on_free_ports(
         base_dir=base,
-        api_port=0,
-        gateway_port=0,
         nats_url=env.nats_url,
         redis_url=env.redis_url,
         boot_timeout=60.0,

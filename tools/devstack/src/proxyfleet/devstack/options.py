@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 Printer = Callable[[str], None]
 
@@ -54,3 +55,11 @@ class StackOptions:
     tied: bool = False
     """Servers and services end when this process does, even SIGKILLed (tie.py): for
     `proxyfleet-dev run`, whose main thread starts them and lives as long as it does."""
+
+    @classmethod
+    def on_free_ports(cls, base_dir: Path, **overrides: Any) -> StackOptions:
+        """Options whose API and gateway ports are picked free (0), for a stack that runs
+        beside others (tests, benchmarks): the defaults (8080, 8899, 1080) are checked and
+        then bound, a window in which another stack may take them."""
+        ports = {"api_port": 0, "gateway_port": 0, "gateway_socks_port": 0}
+        return cls(base_dir=base_dir, **(ports | overrides))
