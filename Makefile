@@ -92,7 +92,7 @@ fmt: setup
 	$(UV) run --frozen ruff format .
 
 test: system-packages peer-packages setup lint ## Everything: lint, unit, store, services, end-to-end (random order)
-	$(UV) run --frozen pytest
+	$(UV) run --frozen pytest --durations=30
 
 test-fast: setup ## Seconds: the pure tests and the Redis store tests (markers set in tests/conftest.py)
 	$(UV) run --frozen pytest -q -m "pure or store"
