@@ -13,8 +13,7 @@ from tests.faults import checks
 from tests.faults.audit import Finding
 from tests.faults.harness import Fleet
 from tests.faults.outbox import SETTLE
-from tests.faults.report import Row
-from tests.faults.scenarios import Inject, Plan, Window, run_one
+from tests.faults.scenarios import Inject, Plan, Window
 
 from proxyfleet.common.wire.subjects import EVENT_STREAM
 from proxyfleet.devstack.nats_cluster import NatsCluster
@@ -33,10 +32,6 @@ CLUSTER = Plan(
     two_api_seconds=0,
     faults=["nats node kill (cluster)", "nats no quorum (cluster)"],
 )
-
-
-def run_cluster(fleet: Fleet, plan: Plan, seen: set[Finding]) -> list[Row]:
-    return [run_one(fleet, name, INJECT_CLUSTER[name], plan, seen) for name in plan.faults]
 
 
 def _cluster(fleet: Fleet) -> NatsCluster:

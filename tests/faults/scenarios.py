@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from tests.faults import checks
@@ -84,11 +84,12 @@ class Window:
 Inject = Callable[[Fleet, Window, Plan], None]
 
 
-def run(fleet: Fleet, plan: Plan, seen: set[Finding]) -> list[Row]:
-    rows = []
-    for name in plan.faults:
-        rows.append(run_one(fleet, name, INJECT[name], plan, seen))
-    return rows
+def run(
+    fleet: Fleet, plan: Plan, seen: set[Finding], injects: Mapping[str, Inject] | None = None
+) -> list[Row]:
+    """Each of the plan's faults as a row, injected as `injects` (INJECT by default) says."""
+    table = INJECT if injects is None else injects
+    return [run_one(fleet, name, table[name], plan, seen) for name in plan.faults]
 
 
 def run_one(fleet: Fleet, name: str, inject: Inject, plan: Plan, seen: set[Finding]) -> Row:

@@ -8,11 +8,9 @@ from __future__ import annotations
 
 import time
 
-from tests.faults.audit import Finding
 from tests.faults.cluster_scenarios import services_running
 from tests.faults.harness import Fleet
-from tests.faults.report import Row
-from tests.faults.scenarios import Inject, Plan, Window, run_one
+from tests.faults.scenarios import Inject, Plan, Window
 
 from proxyfleet.devstack.sentinel import SentinelGroup, port_of
 
@@ -27,10 +25,6 @@ SENTINEL = Plan(
     two_api_seconds=0,
     faults=["redis failover (sentinel)"],
 )
-
-
-def run_sentinel(fleet: Fleet, plan: Plan, seen: set[Finding]) -> list[Row]:
-    return [run_one(fleet, name, INJECT_SENTINEL[name], plan, seen) for name in plan.faults]
 
 
 def _group(fleet: Fleet) -> SentinelGroup:

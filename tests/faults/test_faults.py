@@ -13,18 +13,20 @@ import os
 import platform
 import shutil
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import pytest
 from tests.faults.audit import Finding
-from tests.faults.cluster_scenarios import CLUSTER, NODES, run_cluster
+from tests.faults.cluster_scenarios import CLUSTER, INJECT_CLUSTER, NODES
 from tests.faults.harness import Fleet
 from tests.faults.heavy_scenarios import HEAVY, HEAVY_PROXIES, run_heavy
 from tests.faults.report import Row, failures, render, render_heavy
-from tests.faults.scenarios import FULL, SUBSET, run
-from tests.faults.sentinel_scenarios import SENTINEL, run_sentinel
+from tests.faults.scenarios import FULL, SUBSET, Inject, Plan, run
+from tests.faults.sentinel_scenarios import INJECT_SENTINEL, SENTINEL
 
 from proxyfleet.bench.wrkrun import WRK_MISSING
 
@@ -62,32 +64,43 @@ def test_faults(fleet: Fleet) -> None:
     _report(rows, "", f"{'full' if FULL_RUN else 'subset'}", t0)
 
 
-@pytest.fixture
-def cluster_fleet() -> Iterator[Fleet]:
-    with _started(Fleet(proxies=10, nats_nodes=NODES)) as f:
-        yield f
+@dataclass(frozen=True)
+class Topology:
+    """Where rows of issue 25 run: the fleet's stores and the faults injected there."""
+
+    stores: dict[str, Any]
+    """Fleet arguments beyond the proxies (nats_nodes, sentinel)."""
+    plan: Plan
+    injects: Mapping[str, Inject]
+    what: str
+    """The report's words for it."""
+
+
+TOPOLOGIES = {
+    "cluster": Topology(
+        {"nats_nodes": NODES},
+        CLUSTER,
+        INJECT_CLUSTER,
+        f"NATS cluster ({NODES} servers, streams with {NODES} replicas)",
+    ),
+    "sentinel": Topology(
+        {"sentinel": True},
+        SENTINEL,
+        INJECT_SENTINEL,
+        "Redis behind Sentinel (a primary, 2 replicas, wait 1)",
+    ),
+}
 
 
 @pytest.mark.skipif(not FULL_RUN, reason="make test-faults only (PROXYFLEET_FAULTS=full)")
 @pytest.mark.timeout(600)
-def test_faults_cluster(cluster_fleet: Fleet) -> None:
-    t0 = time.monotonic()
-    rows = run_cluster(cluster_fleet, CLUSTER, set())
-    _report(rows, "cluster", f"NATS cluster ({NODES} servers, streams with {NODES} replicas)", t0)
-
-
-@pytest.fixture
-def sentinel_fleet() -> Iterator[Fleet]:
-    with _started(Fleet(proxies=10, sentinel=True)) as f:
-        yield f
-
-
-@pytest.mark.skipif(not FULL_RUN, reason="make test-faults only (PROXYFLEET_FAULTS=full)")
-@pytest.mark.timeout(600)
-def test_faults_sentinel(sentinel_fleet: Fleet) -> None:
-    t0 = time.monotonic()
-    rows = run_sentinel(sentinel_fleet, SENTINEL, set())
-    _report(rows, "sentinel", "Redis behind Sentinel (a primary, 2 replicas, wait 1)", t0)
+@pytest.mark.parametrize("name", list(TOPOLOGIES))
+def test_faults_on(name: str) -> None:
+    topology = TOPOLOGIES[name]
+    with _started(Fleet(proxies=10, **topology.stores)) as fleet:
+        t0 = time.monotonic()
+        rows = run(fleet, topology.plan, set(), topology.injects)
+        _report(rows, name, topology.what, t0)
 
 
 @pytest.fixture
