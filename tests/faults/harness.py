@@ -17,14 +17,13 @@ from typing import Any
 import httpx
 from tests.faults.audit import StreamEvent
 from tests.faults.outbox import OutboxProbe
-from tests.faults.sentinel_stores import start_two_replica_group
 from tests.faults.servers import Restartable, stop_group
 from tests.faults.stream_events import read_events
 
 from proxyfleet.devstack.nats_cluster import NatsCluster, start_nats_cluster
 from proxyfleet.devstack.options import StackOptions
 from proxyfleet.devstack.providers import stop_local_proxies
-from proxyfleet.devstack.sentinel import SentinelGroup
+from proxyfleet.devstack.sentinel import SentinelGroup, start_sentinel_group
 from proxyfleet.devstack.servers import free_port
 from proxyfleet.devstack.stack import Stack
 
@@ -122,7 +121,9 @@ class Fleet:
         else:
             self.nats.start()
         if self.use_sentinel:
-            self.sentinels = start_two_replica_group(self.base / "sentinel")
+            # Two replicas: after a failover the new primary still has one to confirm
+            # writes (tests/common/test_failover_grants.py).
+            self.sentinels = start_sentinel_group(self.base / "sentinel", replicas=2)
             self.stack.redis_wait_replicas = 1
             self.outbox = OutboxProbe(self.sentinels.url)
         else:

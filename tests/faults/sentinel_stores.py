@@ -1,33 +1,22 @@
-"""Redis behind Sentinel for the fault suite: a primary, two replicas, three Sentinels
-(two replicas: after a failover the new primary still has one to confirm writes, as
-tests/common/test_failover_grants.py explains), and a plain client that follows the
-primary the Sentinels name."""
+"""A plain (blocking) Redis client for the fault suite's probes that follows the primary the
+Sentinels name when the services are given a redis+sentinel:// URL."""
 
 from __future__ import annotations
-
-from pathlib import Path
-from urllib.parse import urlsplit
 
 import redis
 import redis.sentinel
 
-from proxyfleet.devstack.sentinel import SentinelGroup, start_sentinel_group
-
-
-def start_two_replica_group(data_dir: Path) -> SentinelGroup:
-    return start_sentinel_group(data_dir, replicas=2)
+from proxyfleet.common.core.redis_url import SentinelRedis, parse_redis_url
 
 
 def sync_client(url: str, socket_timeout: float = 2) -> redis.Redis:
-    """A redis-py client for `url`: redis:// as is; redis+sentinel://h:p,h:p/<master>/<db>
-    the primary the Sentinels name (looked up again on each new connection)."""
-    if not url.startswith("redis+sentinel://"):
+    """A redis-py client for `url`: redis:// as is; redis+sentinel:// the primary the
+    Sentinels name (looked up again on each new connection)."""
+    target = parse_redis_url(url)
+    if not isinstance(target, SentinelRedis):
         return redis.Redis.from_url(url, socket_timeout=socket_timeout)
-    parts = urlsplit(url)
-    hosts = [(h.rsplit(":", 1)[0], int(h.rsplit(":", 1)[1])) for h in parts.netloc.split(",")]
-    master, _, db = parts.path.strip("/").partition("/")
-    sentinel = redis.sentinel.Sentinel(hosts, socket_timeout=socket_timeout)  # type: ignore[no-untyped-call]
+    sentinel = redis.sentinel.Sentinel(list(target.sentinels), socket_timeout=socket_timeout)  # type: ignore[no-untyped-call]
     client: redis.Redis = sentinel.master_for(  # type: ignore[no-untyped-call]
-        master, db=int(db or 0), socket_timeout=socket_timeout
+        target.master, db=target.db, socket_timeout=socket_timeout
     )
     return client
