@@ -99,11 +99,10 @@ class Batches:
         for e in entries[:-1]:
             await self._nc.publish(e.subject, e.body, headers={"Nats-Msg-Id": e.msg_id})
         e = entries[-1]
-        headers = {"Nats-Msg-Id": e.msg_id}
-        ack = _ack.decode((await self._nc.request(e.subject, e.body, self._timeout,
-                                                  headers=headers)).data)  # fmt: skip
-        if ack.error is not None:
-            raise MessagingUnavailable(f"JetStream refused a message: {ack.error.description}")
+        reply = await self._nc.request(
+            e.subject, e.body, self._timeout, headers={"Nats-Msg-Id": e.msg_id}
+        )
+        _stored(reply.data)
 
     async def _atomic(self, chunk: Sequence[OutboxEntry]) -> _PubAck:
         batch = fast_id("b", 8)
@@ -128,6 +127,11 @@ class Batches:
             )
         )
         for reply in replies:
-            ack = _ack.decode(reply.data)
-            if ack.error is not None:
-                raise MessagingUnavailable(f"JetStream refused a message: {ack.error.description}")
+            _stored(reply.data)
+
+
+def _stored(ack_data: bytes) -> None:
+    """A single message's ack, or MessagingUnavailable saying why JetStream refused it."""
+    ack = _ack.decode(ack_data)
+    if ack.error is not None:
+        raise MessagingUnavailable(f"JetStream refused a message: {ack.error.description}")
